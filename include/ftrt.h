@@ -1,0 +1,159 @@
+/*
+ * ftrt: in-memory fault tolerance for MPI training jobs.
+ *
+ * A training rank registers the buffers that make up its state; ft_snapshot()
+ * captures them into host RAM held by the node's Snapshot Management Process
+ * (SMP), which protects that RAM with Reed-Solomon coding across nodes.  After
+ * a failure, ft-restore rebuilds lost nodes and ft_restore() loads the state.
+ *
+ * Conventions of this header:
+ *  - every call returns an int status from the FT_ERRNO_MAP list, FT_OK == 0;
+ *  - the library never aborts the process: it returns a status, and the
+ *    collective calls (ft_init, ft_snapshot, ft_restore, ft_finalize) agree
+ *    first, so that every trainer rank returns the same status;
+ *  - a handle that a call failed on stays valid unless the call says otherwise.
+ */
+#ifndef FTRT_H
+#define FTRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FT_EXTERN __attribute__((visibility("default")))
+#else
+#define FT_EXTERN
+#endif
+
+#define FT_VERSION_MAJOR 0
+#define FT_VERSION_MINOR 1
+
+/* The one list of statuses: XX(NAME, value, message). */
+#define FT_ERRNO_MAP(XX)                                                       \
+  XX(OK, 0, "success")                                                         \
+  XX(EINVAL, -1, "invalid argument")                                           \
+  XX(ENOMEM, -2, "out of memory")                                              \
+  XX(EIO, -3, "input/output error")                                            \
+  XX(ENOENT, -4, "no such file or store")                                      \
+  XX(ECONFIG, -5, "bad configuration")                                         \
+  XX(ENOSNAPSHOT, -6, "no committed snapshot to restore")                      \
+  XX(ENOTSUP, -7, "operation not supported by this build")                     \
+  XX(ECORRUPT, -8, "data failed an integrity check")                           \
+  XX(EMISMATCH, -9, "store belongs to another job or layout")                  \
+  XX(ETOOMANY, -10, "more losses than the erasure code can rebuild")           \
+  XX(EMPI, -11, "MPI call failed")                                             \
+  XX(ETIMEDOUT, -12, "peer did not answer in time")                            \
+  XX(ESTATE, -13, "call not valid in the current state")                       \
+  XX(EBUSY, -14, "previous snapshot still in progress")                        \
+  XX(ERANGE, -15, "value out of range")                                        \
+  XX(ENOSPC, -16, "no space left in the store")                                \
+  XX(EPEER, -17, "a peer process failed")
+
+typedef enum {
+#define FT__ENUM(name, val, msg) FT_##name = (val),
+  FT_ERRNO_MAP(FT__ENUM)
+#undef FT__ENUM
+  FT__ERR_MIN = -18
+} ft_status_t;
+
+/* Static strings, never NULL; unknown codes give "unknown error". */
+FT_EXTERN const char *ft_strerror(int status);
+FT_EXTERN const char *ft_err_name(int status);
+
+/* Opaque per-process context; created by ft_init, freed by ft_finalize. */
+typedef struct ft_ctx ft_ctx_t;
+
+typedef enum {
+  FT_KIND_PARAM = 0, /* model parameters */
+  FT_KIND_OPTIM = 1, /* optimizer state */
+  FT_KIND_RNG = 2,   /* random generator state */
+  FT_KIND_OTHER = 3  /* counters, data-loader position, ... */
+} ft_buf_kind_t;
+
+typedef enum {
+  FT_MEM_HOST = 0, /* ordinary host memory */
+  FT_MEM_CUDA = 1  /* CUDA device memory (FT_ENOTSUP without CUDA) */
+} ft_mem_kind_t;
+
+/*
+ * Options of a registered buffer.  Zero-initialise it ({0}) for a host buffer
+ * of kind PARAM that belongs to this rank alone.
+ *
+ * A buffer that is a slice of a global tensor sets global_bytes to the
+ * tensor's size and global_offset to where this rank's slice starts; such a
+ * buffer can be restored by a different number of ranks (shrink mode), each
+ * getting the slice at its new offset.  global_bytes == 0 means "private".
+ */
+typedef struct {
+  ft_buf_kind_t kind;
+  ft_mem_kind_t memory;
+  uint64_t global_offset;
+  uint64_t global_bytes;
+  void *cuda_stream; /* cudaStream_t to order the capture after; NULL: default */
+} ft_buf_opts_t;
+
+/*
+ * Initialise MPI (if not already) and ftrt.  Splits MPI_COMM_WORLD by node:
+ * the first rank of each node becomes the node's SMP and never returns from
+ * this call (it serves the node, then finalizes MPI and exits 0).  Every other
+ * rank returns with *app_comm, a communicator of trainers only, to use instead
+ * of MPI_COMM_WORLD.  Collective over MPI_COMM_WORLD.
+ * On failure *ctx is NULL, *app_comm is MPI_COMM_NULL and all ranks return the
+ * same status.
+ */
+FT_EXTERN int ft_init(int *argc, char ***argv, ft_ctx_t **ctx,
+                      MPI_Comm *app_comm);
+
+/*
+ * Register a buffer of this rank's state under a unique name.  The memory
+ * stays owned by the caller and must stay valid until ft_finalize.  Every
+ * registration must happen before the first ft_snapshot or ft_restore.
+ * opts may be NULL (host, PARAM, private).
+ */
+FT_EXTERN int ft_register(ft_ctx_t *ctx, const char *name, void *ptr,
+                          size_t bytes, const ft_buf_opts_t *opts);
+
+/*
+ * Start a snapshot of every registered buffer, labelled with a training step.
+ * Collective over app_comm.  In sync mode (FT_CAPTURE=sync) the copy has ended
+ * when it returns; in lazy mode it may return before, and the caller must call
+ * ft_fence() before modifying a registered buffer.  The snapshot is protected
+ * once ft_wait_committed() reports its version.  With FT_SNAPSHOT_POLICY=skip
+ * a snapshot requested while the previous one is still being protected is
+ * skipped by every rank and FT_EBUSY is returned; nothing is corrupted.
+ */
+FT_EXTERN int ft_snapshot(ft_ctx_t *ctx, uint64_t step);
+
+/* Return once every registered buffer may be modified again. */
+FT_EXTERN int ft_fence(ft_ctx_t *ctx);
+
+/*
+ * Wait until the latest started snapshot is COMMITTED on every node, and
+ * return its version number in *version (may be NULL).
+ */
+FT_EXTERN int ft_wait_committed(ft_ctx_t *ctx, uint64_t *version);
+
+/*
+ * Fill every registered buffer from the latest committed version held by the
+ * node store, and return its training step in *step.  Collective over
+ * app_comm.  FT_ENOSNAPSHOT (on every rank) when there is none; buffers are
+ * untouched on any failure.
+ */
+FT_EXTERN int ft_restore(ft_ctx_t *ctx, uint64_t *step);
+
+/*
+ * Wait for outstanding work, release the node's SMP, free ctx and finalize
+ * MPI if ft_init initialised it.  ctx is invalid afterwards, whatever status.
+ */
+FT_EXTERN int ft_finalize(ft_ctx_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FTRT_H */

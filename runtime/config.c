@@ -1,0 +1,291 @@
+/*
+ * Reading and validating FT_* variables.  This file holds the only getenv()
+ * of the library.  Each parser writes a one-line message naming the variable,
+ * the offending value and what would be accepted, because the user reading it
+ * is usually looking at the log of a job that refused to start.
+ */
+#include "runtime/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrt.h"
+
+#define FT__DEFAULT_TIMEOUT_S 60.0
+#define FT__DEFAULT_PIECE (1u << 20)
+
+static int fail(char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *msg, size_t msglen, const char *fmt, ...) {
+  if (msg && msglen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+  }
+  return FT_ECONFIG;
+}
+
+void ft__config_defaults(ft__config_t *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  snprintf(cfg->job, sizeof(cfg->job), "%s", "ftrt");
+  snprintf(cfg->store_root, sizeof(cfg->store_root), "%s", "/dev/shm/ftrt");
+  cfg->ec_k = 0;
+  cfg->ec_m = -1;
+  cfg->capture = FT_CAPTURE_SYNC;
+  cfg->policy = FT_POLICY_BLOCK;
+  cfg->log_level = FT_LOG_WARN;
+  cfg->timeout_s = FT__DEFAULT_TIMEOUT_S;
+  cfg->piece_bytes = FT__DEFAULT_PIECE;
+  cfg->default_memory = FT_MEM_HOST;
+}
+
+const char *ft__config_env(const char *name, void *arg) {
+  (void)arg;
+  return getenv(name);
+}
+
+int ft__valid_job(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n >= FT_JOB_MAX || s[0] == '.')
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+      return 0;
+  }
+  return 1;
+}
+
+int ft__parse_size(const char *s, size_t *out) {
+  char *end;
+  if (!s || !isdigit((unsigned char)s[0]))
+    return FT_EINVAL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno)
+    return FT_EINVAL;
+  unsigned shift = 0;
+  switch (toupper((unsigned char)*end)) {
+  case '\0':
+    break;
+  case 'K':
+    shift = 10;
+    break;
+  case 'M':
+    shift = 20;
+    break;
+  case 'G':
+    shift = 30;
+    break;
+  default:
+    return FT_EINVAL;
+  }
+  if (*end && end[1] != '\0' && !(toupper((unsigned char)end[1]) == 'B' && end[2] == '\0'))
+    return FT_EINVAL;
+  if (shift && v > (~0ull >> shift))
+    return FT_EINVAL;
+  *out = (size_t)(v << shift);
+  return FT_OK;
+}
+
+static int parse_int(const char *name, const char *v, long lo, long hi,
+                     int *out, char *msg, size_t msglen) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || errno)
+    return fail(msg, msglen, "%s=%s: not a whole number", name, v);
+  if (x < lo || x > hi)
+    return fail(msg, msglen, "%s=%s: must be between %ld and %ld", name, v, lo,
+                hi);
+  *out = (int)x;
+  return FT_OK;
+}
+
+/* Match v against a NULL-terminated list of words; the index is the value. */
+static int parse_word(const char *name, const char *v,
+                      const char *const *words, int *out, char *msg,
+                      size_t msglen) {
+  char allowed[128] = "";
+  for (int i = 0; words[i]; i++) {
+    if (strcmp(v, words[i]) == 0) {
+      *out = i;
+      return FT_OK;
+    }
+    snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed),
+             "%s%s", i ? "|" : "", words[i]);
+  }
+  return fail(msg, msglen, "%s=%s: unknown value, expected %s", name, v,
+              allowed);
+}
+
+static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+                      char *msg, size_t msglen) {
+  const char *v;
+  if ((v = get("FT_JOB", arg))) {
+    if (!ft__valid_job(v))
+      return fail(msg, msglen,
+                  "FT_JOB=%s: a job name is 1-63 characters of "
+                  "[A-Za-z0-9._-], not starting with '.'",
+                  v);
+    snprintf(cfg->job, sizeof(cfg->job), "%s", v);
+  }
+  if ((v = get("FT_STORE_ROOT", arg))) {
+    if (v[0] != '/' || strlen(v) >= sizeof(cfg->store_root) - FT_JOB_MAX)
+      return fail(msg, msglen,
+                  "FT_STORE_ROOT=%s: must be an absolute path shorter than "
+                  "%zu characters",
+                  v, sizeof(cfg->store_root) - FT_JOB_MAX);
+    snprintf(cfg->store_root, sizeof(cfg->store_root), "%s", v);
+  }
+  if ((v = get("FT_FAILURE_DOMAIN", arg))) {
+    if (strlen(v) >= sizeof(cfg->failure_domain) || strchr(v, ' '))
+      return fail(msg, msglen,
+                  "FT_FAILURE_DOMAIN=%s: at most %zu characters, no spaces", v,
+                  sizeof(cfg->failure_domain) - 1);
+    snprintf(cfg->failure_domain, sizeof(cfg->failure_domain), "%s", v);
+  }
+  if ((v = get("FT_SMP_CPUSET", arg))) {
+    if (strlen(v) >= sizeof(cfg->smp_cpuset) ||
+        strspn(v, "0123456789,-x") != strlen(v))
+      return fail(msg, msglen,
+                  "FT_SMP_CPUSET=%s: expected a CPU list such as 3 or 2-3,7",
+                  v);
+    snprintf(cfg->smp_cpuset, sizeof(cfg->smp_cpuset), "%s", v);
+  }
+  if ((v = get("FT_FAULT", arg))) {
+    if (strlen(v) >= sizeof(cfg->fault))
+      return fail(msg, msglen, "FT_FAULT=%s: too long", v);
+    snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
+  }
+  return FT_OK;
+}
+
+static int load_ec(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
+                   size_t msglen) {
+  const char *vk = get("FT_EC_K", arg), *vm = get("FT_EC_M", arg);
+  int rc;
+  if (vk && (rc = parse_int("FT_EC_K", vk, 1, FT_EC_MAX_N - 1, &cfg->ec_k, msg,
+                            msglen)))
+    return rc;
+  if (vm && (rc = parse_int("FT_EC_M", vm, 0, FT_EC_MAX_N - 1, &cfg->ec_m, msg,
+                            msglen)))
+    return rc;
+  if (vk && vm && cfg->ec_k + cfg->ec_m > FT_EC_MAX_N)
+    return fail(msg, msglen,
+                "FT_EC_K=%d FT_EC_M=%d: k+m=%d, must be at most %d", cfg->ec_k,
+                cfg->ec_m, cfg->ec_k + cfg->ec_m, FT_EC_MAX_N);
+  return FT_OK;
+}
+
+static int load_modes(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+                      char *msg, size_t msglen) {
+  static const char *const capture[] = {"sync", "lazy", NULL};
+  static const char *const policy[] = {"block", "skip", NULL};
+  static const char *const level[] = {"error", "warn", "info", "debug", NULL};
+  static const char *const memory[] = {"host", "cuda", NULL};
+  const char *v;
+  int x, rc;
+  if ((v = get("FT_CAPTURE", arg))) {
+    if ((rc = parse_word("FT_CAPTURE", v, capture, &x, msg, msglen)))
+      return rc;
+    cfg->capture = (ft__capture_t)x;
+  }
+  if ((v = get("FT_SNAPSHOT_POLICY", arg))) {
+    if ((rc = parse_word("FT_SNAPSHOT_POLICY", v, policy, &x, msg, msglen)))
+      return rc;
+    cfg->policy = (ft__policy_t)x;
+  }
+  if ((v = get("FT_LOG", arg))) {
+    if ((rc = parse_word("FT_LOG", v, level, &x, msg, msglen)))
+      return rc;
+    cfg->log_level = (ft__log_level_t)x;
+  }
+  if ((v = get("FT_MEMORY", arg))) {
+    if ((rc = parse_word("FT_MEMORY", v, memory, &x, msg, msglen)))
+      return rc;
+    cfg->default_memory = x;
+  }
+  return FT_OK;
+}
+
+static int load_numbers(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+                        char *msg, size_t msglen) {
+  const char *v;
+  if ((v = get("FT_TIMEOUT", arg))) {
+    char *end;
+    errno = 0;
+    double t = strtod(v, &end);
+    if (!*v || *end || errno || !(t > 0) || t > 86400)
+      return fail(msg, msglen,
+                  "FT_TIMEOUT=%s: expected seconds, a number above 0 and at "
+                  "most 86400",
+                  v);
+    cfg->timeout_s = t;
+  }
+  if ((v = get("FT_PIECE_SIZE", arg))) {
+    size_t s;
+    if (ft__parse_size(v, &s) || s < 4096 || s > (1u << 30))
+      return fail(msg, msglen,
+                  "FT_PIECE_SIZE=%s: expected a size between 4K and 1G, such "
+                  "as 1M",
+                  v);
+    cfg->piece_bytes = s;
+  }
+  return FT_OK;
+}
+
+int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
+                    size_t msglen) {
+  int rc;
+  ft__config_defaults(cfg);
+  if (msg && msglen)
+    msg[0] = '\0';
+  if ((rc = load_names(cfg, get, arg, msg, msglen)) ||
+      (rc = load_ec(cfg, get, arg, msg, msglen)) ||
+      (rc = load_modes(cfg, get, arg, msg, msglen)) ||
+      (rc = load_numbers(cfg, get, arg, msg, msglen))) {
+    ft__config_defaults(cfg);
+    return rc;
+  }
+  return FT_OK;
+}
+
+/* Defaults of DESIGN.md section 4: 3+1 from four nodes, smaller codes below. */
+static void auto_ec(int nnodes, int *k, int *m) {
+  if (nnodes <= 1) {
+    *k = 1;
+    *m = 0;
+  } else if (nnodes < 4) {
+    *k = nnodes - 1;
+    *m = 1;
+  } else {
+    *k = 3;
+    *m = 1;
+  }
+}
+
+int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
+                            int *m, char *msg, size_t msglen) {
+  int ak, am;
+  auto_ec(nnodes, &ak, &am);
+  int kk = cfg->ec_k > 0 ? cfg->ec_k : ak;
+  int mm = cfg->ec_m >= 0 ? cfg->ec_m : am;
+  if (cfg->ec_k > 0 && cfg->ec_m < 0 && kk + mm > nnodes)
+    mm = nnodes - kk > 0 ? nnodes - kk : 0;
+  if (kk + mm > nnodes) {
+    return fail(msg, msglen,
+                "k=%d m=%d needs at least %d nodes but the job has %d: use "
+                "k+m <= %d, for example FT_EC_K=%d FT_EC_M=%d",
+                kk, mm, kk + mm, nnodes, nnodes, ak, am);
+  }
+  *k = kk;
+  *m = mm;
+  return FT_OK;
+}

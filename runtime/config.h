@@ -1,0 +1,70 @@
+/*
+ * Configuration: every FT_* environment variable is read and validated here
+ * and nowhere else.  The reader takes a lookup function so that tests (and
+ * tools with their own flags) can feed values without touching the process
+ * environment.
+ */
+#ifndef FT_RUNTIME_CONFIG_H
+#define FT_RUNTIME_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FT_JOB_MAX 64
+#define FT_PATH_MAX 512
+#define FT_EC_MAX_N 255
+
+typedef enum { FT_CAPTURE_SYNC = 0, FT_CAPTURE_LAZY = 1 } ft__capture_t;
+typedef enum { FT_POLICY_BLOCK = 0, FT_POLICY_SKIP = 1 } ft__policy_t;
+typedef enum {
+  FT_LOG_ERROR = 0,
+  FT_LOG_WARN = 1,
+  FT_LOG_INFO = 2,
+  FT_LOG_DEBUG = 3
+} ft__log_level_t;
+
+typedef struct ft__config {
+  char job[FT_JOB_MAX];               /* FT_JOB */
+  char store_root[FT_PATH_MAX];       /* FT_STORE_ROOT */
+  int ec_k;                           /* FT_EC_K, 0 = choose from node count */
+  int ec_m;                           /* FT_EC_M, -1 = choose from node count */
+  ft__capture_t capture;              /* FT_CAPTURE */
+  ft__policy_t policy;                /* FT_SNAPSHOT_POLICY */
+  ft__log_level_t log_level;          /* FT_LOG */
+  double timeout_s;                   /* FT_TIMEOUT */
+  char smp_cpuset[256];               /* FT_SMP_CPUSET, "" = choose */
+  char failure_domain[FT_JOB_MAX];    /* FT_FAILURE_DOMAIN, "" = none */
+  size_t piece_bytes;                 /* FT_PIECE_SIZE */
+  int default_memory;                 /* FT_MEMORY: ft_mem_kind_t */
+  char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
+} ft__config_t;
+
+/* Returns the value of a variable or NULL when unset. */
+typedef const char *(*ft__getenv_fn)(const char *name, void *arg);
+
+/* Fill cfg with the defaults. */
+void ft__config_defaults(ft__config_t *cfg);
+
+/*
+ * Defaults, then every FT_* variable that get() returns.  On a bad value
+ * returns FT_ECONFIG and writes one line naming the variable, its value and
+ * what is allowed into msg; cfg then holds the defaults for what follows.
+ */
+int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
+                    size_t msglen);
+
+/* The process environment as an ft__getenv_fn. */
+const char *ft__config_env(const char *name, void *arg);
+
+/* Resolve k and m for a job of nnodes nodes (auto values, k+m <= nnodes).
+ * FT_ECONFIG with a message saying what would work when impossible. */
+int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
+                            int *m, char *msg, size_t msglen);
+
+/* "64", "4k", "16M", "2G" (powers of 1024) -> bytes; FT_EINVAL if malformed. */
+int ft__parse_size(const char *s, size_t *out);
+
+/* A job name: 1..63 characters of [A-Za-z0-9._-], not starting with '.'. */
+int ft__valid_job(const char *s);
+
+#endif
