@@ -241,6 +241,15 @@ static int load_numbers(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   return FT_OK;
 }
 
+static int load_vnodes(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+                       char *msg, size_t msglen) {
+  const char *v = get("FT_VIRTUAL_NODE_RANKS", arg);
+  if (!v)
+    return FT_OK;
+  return parse_int("FT_VIRTUAL_NODE_RANKS", v, 2, 4096, &cfg->vnode_ranks, msg,
+                   msglen);
+}
+
 int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
                     size_t msglen) {
   int rc;
@@ -250,7 +259,8 @@ int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
   if ((rc = load_names(cfg, get, arg, msg, msglen)) ||
       (rc = load_ec(cfg, get, arg, msg, msglen)) ||
       (rc = load_modes(cfg, get, arg, msg, msglen)) ||
-      (rc = load_numbers(cfg, get, arg, msg, msglen))) {
+      (rc = load_numbers(cfg, get, arg, msg, msglen)) ||
+      (rc = load_vnodes(cfg, get, arg, msg, msglen))) {
     ft__config_defaults(cfg);
     return rc;
   }

@@ -37,6 +37,7 @@ typedef struct ft__config {
   size_t piece_bytes;                 /* FT_PIECE_SIZE */
   int default_memory;                 /* FT_MEMORY: ft_mem_kind_t */
   char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
+  int vnode_ranks;                    /* FT_VIRTUAL_NODE_RANKS, 0 = real nodes */
 } ft__config_t;
 
 /* Returns the value of a variable or NULL when unset. */

@@ -82,6 +82,8 @@ static const struct {
     {"FT_STORE_ROOT", "relative/dir", "FT_STORE_ROOT=relative/dir",
      "absolute path"},
     {"FT_SMP_CPUSET", "core0", "FT_SMP_CPUSET=core0", "CPU list"},
+    {"FT_VIRTUAL_NODE_RANKS", "1", "FT_VIRTUAL_NODE_RANKS=1",
+     "between 2 and 4096"},
 };
 
 START_TEST(bad_value) {

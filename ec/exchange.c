@@ -1,0 +1,220 @@
+/*
+ * Pipelined stripe encoding.  Chunks are cut into pieces; for piece q every
+ * SMP posts the receives of the pieces it needs and the sends of the pieces
+ * it owes, then encodes piece q-1 while q is in flight (two windows).  A
+ * holder of parity row j of a stripe owns one row of the Cauchy matrix only,
+ * so it builds single-row tables and pays for its own row, not for all m.
+ *
+ * Tags carry the piece number, the parity row at the receiver and the data
+ * index, so that pieces from one peer for different stripes never mix.
+ */
+#include "ec/exchange.h"
+
+#include <isa-l/erasure_code.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ftrt.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int tag_of(size_t q, int j, int d) {
+  return (int)(((q & 0x7fff) << 16) | ((unsigned)j << 8) | (unsigned)d);
+}
+
+static int mod(int a, int n) { return ((a % n) + n) % n; }
+
+typedef struct window {
+  MPI_Request *req; /* m*k receives then k*m sends */
+  uint8_t *buf;     /* m*k received pieces */
+  size_t q, len;
+  int active;
+} window_t;
+
+typedef struct run {
+  ft__exchange_t *x;
+  int k;
+  unsigned char *tables; /* m rows of 32*k bytes */
+  window_t w[2];
+} run_t;
+
+static int peer_rank(const ft__exchange_t *x, int pos) {
+  return x->order[x->members[mod(pos, x->n)]];
+}
+
+static int make_tables(run_t *r) {
+  int k = r->k, m = r->x->m, n = k + m;
+  unsigned char *a = malloc((size_t)n * (size_t)k);
+  r->tables = malloc((size_t)m * 32 * (size_t)k);
+  if (!a || !r->tables) {
+    free(a);
+    return FT_ENOMEM;
+  }
+  gf_gen_cauchy1_matrix(a, n, k);
+  for (int j = 0; j < m; j++)
+    ec_init_tables(k, 1, a + (size_t)(k + j) * (size_t)k,
+                   r->tables + (size_t)j * 32 * (size_t)k);
+  free(a);
+  return FT_OK;
+}
+
+static int post(run_t *r, window_t *w, size_t q) {
+  ft__exchange_t *x = r->x;
+  int k = r->k, m = x->m, nr = 0;
+  w->q = q;
+  w->len = x->chunk_bytes - q * x->piece_bytes;
+  if (w->len > x->piece_bytes)
+    w->len = x->piece_bytes;
+  /* Receive data index d of the stripe whose parity row j we hold. */
+  for (int j = 0; j < m; j++) {
+    int s = mod(x->pos - j, x->n);
+    for (int d = 0; d < k; d++, nr++)
+      if (MPI_Irecv(w->buf + (size_t)nr * x->piece_bytes, (int)w->len,
+                    MPI_BYTE, peer_rank(x, s + m + d), tag_of(q, j, d), x->comm,
+                    &w->req[nr]) != MPI_SUCCESS)
+        return FT_EMPI;
+  }
+  /* Send our chunk d to every parity holder of its stripe. */
+  for (int d = 0; d < k; d++) {
+    int s = mod(x->pos - m - d, x->n);
+    const uint8_t *src = x->data + (size_t)d * x->chunk_bytes + q * x->piece_bytes;
+    for (int j = 0; j < m; j++, nr++)
+      if (MPI_Isend(src, (int)w->len, MPI_BYTE, peer_rank(x, s + j),
+                    tag_of(q, j, d), x->comm, &w->req[nr]) != MPI_SUCCESS)
+        return FT_EMPI;
+  }
+  x->bytes_sent += (uint64_t)w->len * (uint64_t)(k * m);
+  x->bytes_recv += (uint64_t)w->len * (uint64_t)(k * m);
+  w->active = 1;
+  return FT_OK;
+}
+
+static void name_missing(run_t *r, window_t *w, char *msg, size_t msglen) {
+  ft__exchange_t *x = r->x;
+  for (int j = 0; j < x->m; j++)
+    for (int d = 0; d < r->k; d++) {
+      int flag = 0;
+      MPI_Request *q = &w->req[j * r->k + d];
+      if (*q != MPI_REQUEST_NULL)
+        MPI_Test(q, &flag, MPI_STATUS_IGNORE);
+      if (!flag && *q != MPI_REQUEST_NULL) {
+        int p = mod(mod(x->pos - j, x->n) + x->m + d, x->n);
+        snprintf(msg, msglen,
+                 "encode: no data from group position %d (node %d) after "
+                 "%.0f s (FT_TIMEOUT)",
+                 p, x->members[p], x->timeout_s);
+        return;
+      }
+    }
+  snprintf(msg, msglen, "encode: a send did not complete in %.0f s",
+           x->timeout_s);
+}
+
+/* Wait for every request of w without spinning a core. */
+static int wait_window(run_t *r, window_t *w, char *msg, size_t msglen) {
+  int total = 2 * r->k * r->x->m, done = 0;
+  double start = now(), nap = 10e-6;
+  while (!done) {
+    if (MPI_Testall(total, w->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      return FT_EMPI;
+    if (done)
+      break;
+    if (now() - start > r->x->timeout_s) {
+      name_missing(r, w, msg, msglen);
+      return FT_ETIMEDOUT;
+    }
+    struct timespec ts = {0, (long)(nap * 1e9)};
+    nanosleep(&ts, NULL);
+    if (nap < 1e-3)
+      nap *= 2;
+  }
+  r->x->t_transfer += now() - start;
+  return FT_OK;
+}
+
+static void encode_window(run_t *r, window_t *w) {
+  ft__exchange_t *x = r->x;
+  double t = now();
+  for (int j = 0; j < x->m; j++) {
+    uint8_t *out = x->parity + (size_t)j * x->chunk_bytes + w->q * x->piece_bytes;
+    unsigned char *tb = r->tables + (size_t)j * 32 * (size_t)r->k;
+    for (int d = 0; d < r->k; d++)
+      ec_encode_data_update((int)w->len, r->k, 1, d, tb,
+                            w->buf + (size_t)(j * r->k + d) * x->piece_bytes,
+                            &out);
+  }
+  x->t_encode += now() - t;
+  w->active = 0;
+}
+
+static int finish(run_t *r, window_t *w, char *msg, size_t msglen) {
+  if (!w->active)
+    return FT_OK;
+  int rc = wait_window(r, w, msg, msglen);
+  if (rc == FT_OK)
+    encode_window(r, w);
+  return rc;
+}
+
+static int alloc_windows(run_t *r) {
+  size_t nreq = (size_t)(2 * r->k * r->x->m);
+  for (int i = 0; i < 2; i++) {
+    r->w[i].req = malloc(nreq * sizeof(MPI_Request));
+    r->w[i].buf = malloc((size_t)(r->k * r->x->m) * r->x->piece_bytes);
+    if (!r->w[i].req || !r->w[i].buf)
+      return FT_ENOMEM;
+    for (size_t q = 0; q < nreq; q++)
+      r->w[i].req[q] = MPI_REQUEST_NULL;
+  }
+  return FT_OK;
+}
+
+static void free_run(run_t *r) {
+  for (int i = 0; i < 2; i++) {
+    free(r->w[i].req);
+    free(r->w[i].buf);
+  }
+  free(r->tables);
+}
+
+static int pipeline(run_t *r, char *msg, size_t msglen) {
+  ft__exchange_t *x = r->x;
+  size_t npieces = (x->chunk_bytes + x->piece_bytes - 1) / x->piece_bytes;
+  int rc = FT_OK;
+  for (size_t q = 0; q < npieces && rc == FT_OK; q++) {
+    window_t *w = &r->w[q % 2];
+    rc = finish(r, w, msg, msglen); /* piece q-2 */
+    if (rc == FT_OK)
+      rc = post(r, w, q);
+    if (rc == FT_OK && q > 0)
+      rc = finish(r, &r->w[(q - 1) % 2], msg, msglen);
+  }
+  for (int i = 0; i < 2 && rc == FT_OK; i++)
+    rc = finish(r, &r->w[i], msg, msglen);
+  return rc;
+}
+
+int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
+  if (!x || x->n < 1 || x->m < 0 || x->m >= x->n || x->pos < 0 ||
+      x->pos >= x->n || x->piece_bytes == 0 || x->piece_bytes > (1u << 30))
+    return FT_EINVAL;
+  x->t_transfer = x->t_encode = 0;
+  x->bytes_sent = x->bytes_recv = 0;
+  if (x->m == 0 || x->chunk_bytes == 0)
+    return FT_OK;
+  run_t r = {.x = x, .k = x->n - x->m};
+  memset(x->parity, 0, (size_t)x->m * x->chunk_bytes);
+  int rc = make_tables(&r);
+  if (rc == FT_OK)
+    rc = alloc_windows(&r);
+  if (rc == FT_OK)
+    rc = pipeline(&r, msg, msglen);
+  free_run(&r);
+  return rc;
+}

@@ -1,0 +1,37 @@
+/*
+ * Encoding a group's stripes across its SMPs (DESIGN.md section 4).
+ *
+ * Every SMP of a group calls ft__exchange_encode for the same version at the
+ * same time.  Each sends its k data chunks to the parity holders of the
+ * stripes they belong to and accumulates the parity rows it holds as pieces
+ * arrive, so that transfer and encode overlap and no whole chunk is ever
+ * buffered.  Data is sent straight from the slot; only a small window of
+ * received pieces is buffered.
+ */
+#ifndef FT_EC_EXCHANGE_H
+#define FT_EC_EXCHANGE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ft__exchange {
+  MPI_Comm comm;
+  const int *members; /* [n] node index of each group position */
+  const int *order;   /* node index -> rank in comm */
+  int n, m, pos;      /* group size, parity count, this SMP's position */
+  size_t chunk_bytes;
+  size_t piece_bytes;
+  const uint8_t *data; /* k = n - m contiguous chunks */
+  uint8_t *parity;     /* m contiguous chunks, overwritten */
+  double timeout_s;
+  /* results */
+  double t_transfer, t_encode; /* seconds waiting for pieces, encoding */
+  uint64_t bytes_sent, bytes_recv;
+} ft__exchange_t;
+
+/* FT_ETIMEDOUT (msg names the group positions that did not send), FT_EMPI,
+ * FT_ENOMEM, FT_EINVAL. */
+int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen);
+
+#endif

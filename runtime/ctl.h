@@ -1,0 +1,103 @@
+/*
+ * The control segment: one shared mapping per node (store dir/ctl) through
+ * which the trainers and the SMP of a running job talk without MPI.  Every
+ * change bumps `seq` and wakes its futex, and every waiter sleeps on that
+ * futex (with a timeout), so an idle SMP costs no CPU.
+ *
+ * The segment is recreated by the SMP at each launch; nothing in it needs to
+ * survive a crash (the slots carry the durable state).
+ */
+#ifndef FT_RUNTIME_CTL_H
+#define FT_RUNTIME_CTL_H
+
+#include <stdint.h>
+
+#include "snapshot/store.h"
+
+typedef enum {
+  FT_PHASE_IDLE = 0,
+  FT_PHASE_LAYOUT,
+  FT_PHASE_SNAPSHOT, /* trainers copying */
+  FT_PHASE_CRC,
+  FT_PHASE_ENCODE,
+  FT_PHASE_COMMIT,
+  FT_PHASE_RESTORE,
+  FT_PHASE_DONE
+} ft__phase_t;
+
+const char *ft__phase_name(uint32_t phase);
+
+/* What one local trainer publishes. */
+typedef struct ft__ctl_rank {
+  uint32_t pid;
+  uint32_t app_rank;
+  uint32_t registered; /* table below is complete */
+  uint32_t finalized;
+  uint64_t step;            /* training step of the snapshot being written */
+  uint64_t written_version; /* last version whose copy ended */
+  int32_t written_status;   /* FT_OK or why the copy failed */
+  uint32_t nbufs;
+  uint64_t region_bytes;
+  char cpuset[64];
+  ft__buf_rec_t bufs[FT_MAX_BUFS];
+} ft__ctl_rank_t;
+
+/* Per-phase counters of the SMP (seconds and bytes). */
+typedef struct ft__ctl_stats {
+  uint64_t snapshots, skipped;
+  uint64_t bytes_sent, bytes_recv, bytes_protected;
+  double cpu_s;
+  double t_copy, t_crc, t_transfer, t_encode, t_commit; /* totals */
+  double last_copy, last_crc, last_transfer, last_encode, last_commit;
+  uint64_t last_bytes_sent, last_bytes_recv;
+} ft__ctl_stats_t;
+
+typedef struct ft__ctl {
+  char magic[8];
+  uint32_t format;
+  uint32_t seq; /* futex word */
+  uint32_t nlocal;
+  uint32_t smp_pid;
+  uint32_t node, nnodes;
+  uint32_t k, m, group, pos, group_size;
+  uint32_t layout_ready;
+  int32_t layout_status;
+  uint32_t phase;
+  int32_t smp_status; /* FT_OK, or the error that stopped the SMP */
+  uint64_t restore_version, restore_step; /* 0: nothing to restore */
+  int32_t restore_slot;
+  uint32_t pad;
+  uint64_t prepared_version; /* trainers may write this version */
+  int32_t prepared_slot;
+  uint32_t pad2;
+  uint64_t committed_version, committed_step;
+  uint64_t started_ns;
+  char host[FT_NAME_MAX];
+  char msg[512];     /* message that goes with layout/smp status */
+  char binding[160]; /* what the SMP did about CPU binding */
+  ft__ctl_stats_t stats;
+  ft__ctl_rank_t rank[FT_MAX_LOCAL];
+} ft__ctl_t;
+
+/* Create (SMP) or attach (trainers, tools) dir/ctl. */
+int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
+                   char *msg, size_t msglen);
+int ft__ctl_attach(const char *dir, ft__ctl_t **out, char *msg, size_t msglen);
+void ft__ctl_detach(ft__ctl_t *ctl);
+
+/* Publish a change: bump seq and wake every waiter. */
+void ft__ctl_notify(ft__ctl_t *ctl);
+/* Current seq, to pass to ft__ctl_wait after checking a condition. */
+uint32_t ft__ctl_seq(const ft__ctl_t *ctl);
+/* Sleep until seq differs from seen or timeout_s passes (spurious wakeups
+ * possible: callers re-check their condition). */
+void ft__ctl_wait(ft__ctl_t *ctl, uint32_t seen, double timeout_s);
+
+uint64_t ft__load64(const uint64_t *p);
+void ft__store64(uint64_t *p, uint64_t v);
+uint32_t ft__load32(const uint32_t *p);
+void ft__store32(uint32_t *p, uint32_t v);
+
+double ft__now(void); /* CLOCK_MONOTONIC seconds */
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * The context: all state of one process of a job hangs off it (STYLE.md 4).
+ * A process is either its node's SMP or a trainer; the fields used by each
+ * role are grouped.
+ */
+#ifndef FT_RUNTIME_CTX_H
+#define FT_RUNTIME_CTX_H
+
+#include <pthread.h>
+
+#include "cuda/cuda.h"
+#include "ftrt.h"
+#include "runtime/config.h"
+#include "runtime/ctl.h"
+#include "runtime/log.h"
+#include "snapshot/store.h"
+
+typedef struct ft__reg {
+  char name[FT_NAME_MAX];
+  void *ptr;
+  size_t bytes;
+  uint64_t offset; /* inside this rank's region */
+  ft_buf_opts_t opts;
+} ft__reg_t;
+
+struct ft_ctx {
+  ft__config_t cfg;
+  ft__log_t log;
+  int mpi_owned; /* ft_init called MPI_Init */
+  MPI_Comm node_comm, app_comm, smp_comm;
+  int world_rank, world_size;
+  int is_smp;
+  int node_size;  /* ranks of this node, SMP included */
+  int nlocal;     /* trainers of this node */
+  int local_idx;  /* this trainer's index on the node */
+  int vnode;      /* virtual node index, -1 on real nodes */
+  char host[FT_NAME_MAX];
+  char dir[FT_PATH_MAX];
+  ft__ctl_t *ctl;
+  struct ft__smp *smp; /* SMP only */
+
+  /* trainer */
+  int nregs;
+  ft__reg_t regs[FT_MAX_BUFS];
+  uint64_t region_bytes;
+  int published;    /* registration table handed to the SMP */
+  int frozen;       /* no more ft_register */
+  ft__slot_t slot[FT_NSLOTS];
+  uint64_t version; /* last snapshot started */
+  pthread_t copier;
+  int copying;
+  int copy_slot;
+  uint64_t copy_version;
+  int copy_status;
+  ft__cuda_t *cuda;
+  int cuda_pinned[FT_NSLOTS];
+};
+
+/* Status agreed by every rank of comm: the most negative one. */
+int ft__agree(MPI_Comm comm, int status);
+
+/* Trainer side (runtime/trainer.c). */
+int ft__trainer_attach(ft_ctx_t *c);
+void ft__trainer_release(ft_ctx_t *c);
+
+/* SMP side (runtime/smp.c): start serves the node and never returns. */
+int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen);
+void ft__smp_run(ft_ctx_t *c) __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * ft_init and ft_finalize: roles and communicators (DESIGN.md section 2).
+ *
+ * MPI_COMM_WORLD is split by node (MPI_COMM_TYPE_SHARED, or fixed-size
+ * groups of consecutive ranks when FT_VIRTUAL_NODE_RANKS asks for virtual
+ * nodes on one host).  The first rank of each node becomes its SMP and never
+ * returns; the others get app_comm.  Every step that can fail is followed by
+ * an agreement over MPI_COMM_WORLD, so every rank returns the same status and
+ * no rank is left waiting in a collective that the others abandoned.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/ctx.h"
+#include "runtime/error.h"
+
+int ft__agree(MPI_Comm comm, int status) {
+  int agreed = status;
+  if (MPI_Allreduce(&status, &agreed, 1, MPI_INT, MPI_MIN, comm) !=
+      MPI_SUCCESS)
+    return FT_EMPI;
+  return agreed;
+}
+
+static int start_mpi(ft_ctx_t *c, int *argc, char ***argv) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (inited)
+    return FT_OK;
+  int provided;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) !=
+      MPI_SUCCESS)
+    return FT_EMPI;
+  c->mpi_owned = 1;
+  return FT_OK;
+}
+
+static int split_nodes(ft_ctx_t *c) {
+  int rc;
+  if (c->cfg.vnode_ranks > 0) {
+    c->vnode = c->world_rank / c->cfg.vnode_ranks;
+    rc = MPI_Comm_split(MPI_COMM_WORLD, c->vnode, c->world_rank, &c->node_comm);
+  } else {
+    c->vnode = -1;
+    rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                             c->world_rank, MPI_INFO_NULL, &c->node_comm);
+  }
+  if (rc != MPI_SUCCESS)
+    return FT_EMPI;
+  int node_rank;
+  MPI_Comm_rank(c->node_comm, &node_rank);
+  MPI_Comm_size(c->node_comm, &c->node_size);
+  c->is_smp = node_rank == 0;
+  c->nlocal = c->node_size - 1;
+  c->local_idx = node_rank - 1;
+  return FT_OK;
+}
+
+static int split_roles(ft_ctx_t *c) {
+  if (MPI_Comm_split(MPI_COMM_WORLD, c->is_smp ? MPI_UNDEFINED : 0,
+                     c->world_rank, &c->app_comm) != MPI_SUCCESS ||
+      MPI_Comm_split(MPI_COMM_WORLD, c->is_smp ? 0 : MPI_UNDEFINED,
+                     c->world_rank, &c->smp_comm) != MPI_SUCCESS)
+    return FT_EMPI;
+  return FT_OK;
+}
+
+/* Every node needs its SMP and at least one trainer. */
+static int check_node_shape(ft_ctx_t *c, char *msg, size_t msglen) {
+  if (c->nlocal >= 1 && c->nlocal <= FT_MAX_LOCAL)
+    return FT_OK;
+  snprintf(msg, msglen,
+           "node %s has %d rank(s): ftrt needs 1 SMP + 1..%d trainers per "
+           "node (start the job with ft-launch --ppn P)",
+           c->host, c->node_size, FT_MAX_LOCAL);
+  return FT_ECONFIG;
+}
+
+static void free_comms(ft_ctx_t *c) {
+  MPI_Comm *comms[] = {&c->node_comm, &c->app_comm, &c->smp_comm};
+  for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++)
+    if (*comms[i] != MPI_COMM_NULL)
+      MPI_Comm_free(comms[i]);
+}
+
+static void destroy(ft_ctx_t *c) {
+  if (!c)
+    return;
+  free_comms(c);
+  ft__ctl_detach(c->ctl);
+  int owned = c->mpi_owned;
+  free(c);
+  if (owned)
+    MPI_Finalize();
+}
+
+/* Report a failure agreed by everyone: the ranks that know why say it. */
+static int fail(ft_ctx_t *c, int rc, int local_rc, const char *msg) {
+  if (local_rc != FT_OK && msg[0])
+    FT_LOGE(&c->log, "ft_init: %s", msg);
+  destroy(c);
+  return rc;
+}
+
+static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
+  int rc = ft__config_load(&c->cfg, ft__config_env, NULL, msg, msglen);
+  if (rc)
+    return rc;
+  gethostname(c->host, sizeof(c->host) - 1);
+  if ((rc = split_nodes(c)) || (rc = split_roles(c)))
+    return rc;
+  ft__log_init(&c->log, c->cfg.log_level, c->host, c->world_rank,
+               c->is_smp ? "smp" : "trainer");
+  if ((rc = check_node_shape(c, msg, msglen)))
+    return rc;
+  return ft__store_dir(&c->cfg, c->vnode, c->dir, sizeof(c->dir));
+}
+
+int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
+  if (!ctx || !app_comm)
+    return FT_EINVAL;
+  *ctx = NULL;
+  *app_comm = MPI_COMM_NULL;
+  ft_ctx_t *c = calloc(1, sizeof(*c));
+  if (!c)
+    return FT_ENOMEM;
+  c->node_comm = c->app_comm = c->smp_comm = MPI_COMM_NULL;
+  ft__log_init(&c->log, FT_LOG_WARN, "?", -1, "init");
+  int rc = start_mpi(c, argc, argv);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &c->world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &c->world_size);
+  char msg[512] = "";
+  int local = setup(c, msg, sizeof(msg));
+  if ((rc = ft__agree(MPI_COMM_WORLD, local)))
+    return fail(c, rc, local, msg);
+  /* The SMP prepares the store and the control segment; the trainers attach
+   * only after the node's broadcast says it is ready. */
+  local = c->is_smp ? ft__smp_start(c, msg, sizeof(msg)) : FT_OK;
+  int smp_rc = local;
+  MPI_Bcast(&smp_rc, 1, MPI_INT, 0, c->node_comm);
+  if (!c->is_smp && smp_rc == FT_OK)
+    local = ft__trainer_attach(c);
+  if ((rc = ft__agree(MPI_COMM_WORLD, local)))
+    return fail(c, rc, local, msg);
+  if (c->is_smp)
+    ft__smp_run(c);
+  *ctx = c;
+  *app_comm = c->app_comm;
+  return FT_OK;
+}
+
+int ft_finalize(ft_ctx_t *c) {
+  if (!c)
+    return FT_EINVAL;
+  int rc = ft_fence(c);
+  ft__trainer_release(c);
+  destroy(c);
+  return rc;
+}

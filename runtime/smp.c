@@ -1,0 +1,582 @@
+/*
+ * The Snapshot Management Process of a node.
+ *
+ * Start-up (collective over the SMPs): open the store, order the nodes by
+ * failure domain and hostname, form the erasure-coding groups, and agree on
+ * the version to restore: the newest version that every node holds at least
+ * ENCODED (all nodes encoded it, so it is committed even if the commit
+ * notice was lost in a crash).
+ *
+ * Loop: sleep on the control futex; when every local trainer has published
+ * its buffer table, size the slots (collective: chunk sizes depend on the
+ * group's largest node) and write the metadata; when every trainer has
+ * written version V, seal CRCs (LOCAL), encode parity with the group
+ * (ENCODED), join the commit allreduce (COMMITTED) and prepare the other slot
+ * for V+1.  Collectives are non-blocking and waited for with short sleeps, so
+ * an SMP never spins a core that the trainers need.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ec/exchange.h"
+#include "ec/layout.h"
+#include "runtime/ctx.h"
+#include "runtime/error.h"
+#include "runtime/topo.h"
+
+typedef struct ft__smp {
+  ft_ctx_t *c;
+  ft__ctl_t *ctl;
+  ft__slot_t slot[FT_NSLOTS];
+  ft__slot_geom_t geom;
+  ft__meta_t *meta; /* metadata found at start (NULL: none) */
+  int nnodes, node; /* node = index in the sorted node order */
+  int *order;       /* [nnodes] smp_comm rank of each sorted node */
+  ft__groups_t groups;
+  int k, m, group, pos, gsize;
+  int layout_done;
+  uint64_t committed, prepared;
+  char msg[512];
+} smp_t;
+
+/* ---- waiting on MPI without spinning ---- */
+
+static int wait_req(smp_t *s, MPI_Request *req, const char *what) {
+  double start = ft__now(), nap = 20e-6;
+  int warned = 0;
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return FT_EMPI;
+    if (done)
+      return FT_OK;
+    double waited = ft__now() - start;
+    if (waited > s->c->cfg.timeout_s && !warned) {
+      FT_LOGE(&s->c->log,
+              "%s: no answer from every SMP after %.0f s (FT_TIMEOUT); a node "
+              "may be dead or partitioned",
+              what, waited);
+      warned = 1;
+    }
+    struct timespec ts = {0, (long)(nap * 1e9)};
+    nanosleep(&ts, NULL);
+    if (nap < 2e-3)
+      nap *= 2;
+  }
+}
+
+static int allgather(smp_t *s, const void *in, void *out, int bytes,
+                     const char *what) {
+  MPI_Request req;
+  if (MPI_Iallgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE,
+                     s->c->smp_comm, &req) != MPI_SUCCESS)
+    return FT_EMPI;
+  return wait_req(s, &req, what);
+}
+
+static int min_u64(smp_t *s, uint64_t in, uint64_t *out, const char *what) {
+  MPI_Request req;
+  if (MPI_Iallreduce(&in, out, 1, MPI_UINT64_T, MPI_MIN, s->c->smp_comm,
+                     &req) != MPI_SUCCESS)
+    return FT_EMPI;
+  return wait_req(s, &req, what);
+}
+
+/* ---- start-up ---- */
+
+typedef struct node_id {
+  char host[FT_NAME_MAX];
+  char domain[FT_JOB_MAX];
+  int rank;
+} node_id_t;
+
+static int cmp_node(const void *a, const void *b) {
+  const node_id_t *x = a, *y = b;
+  int d = strcmp(x->domain, y->domain);
+  if (!d)
+    d = strcmp(x->host, y->host);
+  return d ? d : x->rank - y->rank;
+}
+
+static int order_nodes(smp_t *s, const char ***domains_out) {
+  ft_ctx_t *c = s->c;
+  MPI_Comm_size(c->smp_comm, &s->nnodes);
+  node_id_t mine = {0}, *all = calloc((size_t)s->nnodes, sizeof(*all));
+  s->order = calloc((size_t)s->nnodes, sizeof(int));
+  const char **domains = calloc((size_t)s->nnodes, sizeof(char *));
+  if (!all || !s->order || !domains)
+    return FT_ENOMEM;
+  snprintf(mine.host, sizeof(mine.host), "%s", c->host);
+  snprintf(mine.domain, sizeof(mine.domain), "%s", c->cfg.failure_domain);
+  MPI_Comm_rank(c->smp_comm, &mine.rank);
+  int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
+  if (rc)
+    return rc;
+  qsort(all, (size_t)s->nnodes, sizeof(*all), cmp_node);
+  int any_domain = 0;
+  for (int i = 0; i < s->nnodes; i++) {
+    s->order[i] = all[i].rank;
+    if (all[i].rank == mine.rank)
+      s->node = i;
+    any_domain |= all[i].domain[0] != '\0';
+  }
+  for (int i = 0; i < s->nnodes && any_domain; i++)
+    domains[i] = strdup(all[i].domain);
+  free(all);
+  *domains_out = any_domain ? domains : NULL;
+  if (!any_domain)
+    free(domains);
+  return FT_OK;
+}
+
+static int form_groups(smp_t *s) {
+  const char **domains = NULL;
+  int rc = order_nodes(s, &domains);
+  int k = 1, m = 0;
+  if (rc == FT_OK)
+    rc = ft__config_ec_for_nodes(&s->c->cfg, s->nnodes, &k, &m, s->msg,
+                                 sizeof(s->msg));
+  if (rc == FT_OK)
+    rc = ft__groups_form(s->nnodes, domains, k, m, &s->groups, s->msg,
+                         sizeof(s->msg));
+  for (int i = 0; domains && i < s->nnodes; i++)
+    free((void *)domains[i]);
+  free(domains);
+  if (rc)
+    return rc;
+  s->m = m;
+  s->group = s->groups.group_of[s->node];
+  s->pos = s->groups.pos_of[s->node];
+  s->gsize = s->groups.size[s->group];
+  s->k = s->gsize - m;
+  return FT_OK;
+}
+
+static int open_store(smp_t *s) {
+  ft_ctx_t *c = s->c;
+  int rc = ft__store_mkdir(c->dir, s->msg, sizeof(s->msg));
+  for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
+    rc = ft__slot_open(&s->slot[i], c->dir, i, c->cfg.job, s->msg,
+                       sizeof(s->msg));
+    if (rc == FT_ENOENT)
+      rc = FT_OK;
+  }
+  if (rc)
+    return rc;
+  s->meta = calloc(1, sizeof(*s->meta));
+  if (!s->meta)
+    return FT_ENOMEM;
+  rc = ft__meta_read(c->dir, s->meta, s->msg, sizeof(s->msg));
+  if (rc == FT_ENOENT) {
+    free(s->meta);
+    s->meta = NULL;
+    rc = FT_OK;
+  }
+  return rc;
+}
+
+/* A relaunch must match the job that wrote the store. */
+static int check_relaunch(smp_t *s) {
+  const ft__meta_t *m = s->meta;
+  if (!m)
+    return FT_OK;
+  if (m->nlocal != (uint32_t)s->c->nlocal || m->nnodes != (uint32_t)s->nnodes) {
+    snprintf(s->msg, sizeof(s->msg),
+             "%s/meta: the store was written by a job of %u node(s) x %u "
+             "trainer(s); this launch has %d x %d (use the same --nodes/--ppn, "
+             "or run ft-restore --mode shrink first)",
+             s->c->dir, m->nnodes, m->nlocal, s->nnodes, s->c->nlocal);
+    return FT_EMISMATCH;
+  }
+  return FT_OK;
+}
+
+/* Versions this node holds whole (>= ENCODED), newest first, 0 = none. */
+static void held_versions(smp_t *s, uint64_t v[FT_NSLOTS]) {
+  for (int i = 0; i < FT_NSLOTS; i++)
+    v[i] = s->slot[i].map && ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED
+               ? s->slot[i].hdr->version
+               : 0;
+}
+
+static int agree_restore(smp_t *s) {
+  uint64_t mine[FT_NSLOTS];
+  held_versions(s, mine);
+  uint64_t *all = calloc((size_t)s->nnodes * FT_NSLOTS, sizeof(uint64_t));
+  if (!all)
+    return FT_ENOMEM;
+  int rc = allgather(s, mine, all, sizeof(mine), "restore agreement");
+  uint64_t best = 0;
+  for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
+    uint64_t v = mine[i];
+    int everywhere = v > best;
+    for (int n = 0; everywhere && n < s->nnodes; n++)
+      everywhere = all[n * FT_NSLOTS] == v || all[n * FT_NSLOTS + 1] == v;
+    if (everywhere)
+      best = v;
+  }
+  free(all);
+  s->committed = best;
+  for (int i = 0; rc == FT_OK && best && i < FT_NSLOTS; i++) {
+    if (mine[i] != best)
+      continue;
+    ft__slot_set_state(&s->slot[i], FT_SLOT_COMMITTED);
+    s->ctl->restore_slot = i;
+    s->ctl->restore_version = best;
+    s->ctl->restore_step = s->slot[i].hdr->step;
+    s->ctl->committed_step = s->slot[i].hdr->step;
+  }
+  ft__store64(&s->ctl->committed_version, best);
+  return rc;
+}
+
+static void publish_node(smp_t *s) {
+  ft__ctl_t *ctl = s->ctl;
+  ctl->node = (uint32_t)s->node;
+  ctl->nnodes = (uint32_t)s->nnodes;
+  ctl->k = (uint32_t)s->k;
+  ctl->m = (uint32_t)s->m;
+  ctl->group = (uint32_t)s->group;
+  ctl->pos = (uint32_t)s->pos;
+  ctl->group_size = (uint32_t)s->gsize;
+  snprintf(ctl->host, sizeof(ctl->host), "%s", s->c->host);
+  ctl->started_ns = (uint64_t)time(NULL) * 1000000000ull;
+}
+
+int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
+  smp_t *s = calloc(1, sizeof(*s));
+  if (!s)
+    return FT_ENOMEM;
+  c->smp = s;
+  s->c = c;
+  for (int i = 0; i < FT_NSLOTS; i++)
+    s->slot[i].fd = -1;
+  int rc = open_store(s);
+  if (rc == FT_OK)
+    rc = ft__ctl_create(c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,
+                        sizeof(s->msg));
+  c->ctl = s->ctl;
+  /* Collective steps run even after a local error, so that no SMP is left
+   * alone in a collective; the local error wins afterwards. */
+  int grc = form_groups(s);
+  if (rc == FT_OK)
+    rc = grc;
+  if (rc == FT_OK)
+    rc = check_relaunch(s);
+  uint64_t ok;
+  int arc = min_u64(s, rc == FT_OK, &ok, "start-up");
+  if (rc == FT_OK && (arc || !ok))
+    rc = arc ? arc : FT_EPEER;
+  if (rc == FT_OK)
+    rc = agree_restore(s);
+  if (rc == FT_OK)
+    publish_node(s);
+  snprintf(msg, msglen, "%s", s->msg);
+  return rc;
+}
+
+/* ---- layout ---- */
+
+static int all_ranks(smp_t *s, int (*pred)(const ft__ctl_rank_t *, uint64_t),
+                     uint64_t arg) {
+  for (int i = 0; i < s->c->nlocal; i++)
+    if (!pred(&s->ctl->rank[i], arg))
+      return 0;
+  return 1;
+}
+
+static int is_registered(const ft__ctl_rank_t *r, uint64_t unused) {
+  (void)unused;
+  return ft__load32(&r->registered) != 0;
+}
+
+static int is_finalized(const ft__ctl_rank_t *r, uint64_t unused) {
+  (void)unused;
+  return ft__load32(&r->finalized) != 0;
+}
+
+static int has_written(const ft__ctl_rank_t *r, uint64_t v) {
+  return ft__load64(&r->written_version) >= v;
+}
+
+/* Tables registered now must equal the ones that wrote the restore point. */
+static int check_tables(smp_t *s) {
+  if (!s->meta || !s->ctl->restore_version)
+    return FT_OK;
+  for (int i = 0; i < s->c->nlocal; i++) {
+    const ft__ctl_rank_t *r = &s->ctl->rank[i];
+    const ft__rank_rec_t *o = &s->meta->ranks[i];
+    for (uint32_t b = 0; b < r->nbufs || b < o->nbufs; b++) {
+      if (b < r->nbufs && b < o->nbufs &&
+          strcmp(r->bufs[b].name, o->bufs[b].name) == 0 &&
+          r->bufs[b].bytes == o->bufs[b].bytes)
+        continue;
+      snprintf(s->msg, sizeof(s->msg),
+               "%s/meta: trainer %d registered buffer %u as '%s' (%llu bytes) "
+               "but the snapshot holds '%s' (%llu bytes): relaunch with the "
+               "same model and flags",
+               s->c->dir, i, b, b < r->nbufs ? r->bufs[b].name : "(none)",
+               b < r->nbufs ? (unsigned long long)r->bufs[b].bytes : 0ull,
+               b < o->nbufs ? o->bufs[b].name : "(none)",
+               b < o->nbufs ? (unsigned long long)o->bufs[b].bytes : 0ull);
+      return FT_EMISMATCH;
+    }
+  }
+  return FT_OK;
+}
+
+static int size_slots(smp_t *s) {
+  uint64_t bytes[FT_MAX_LOCAL];
+  for (int i = 0; i < s->c->nlocal; i++)
+    bytes[i] = s->ctl->rank[i].region_bytes;
+  int rc = ft__slot_geom_local(&s->geom, (uint32_t)s->c->nlocal, bytes);
+  uint64_t *all = calloc((size_t)s->nnodes, sizeof(uint64_t));
+  if (!all)
+    return FT_ENOMEM;
+  uint64_t mine = s->geom.local_bytes;
+  int arc = allgather(s, &mine, all, sizeof(mine), "layout");
+  uint64_t max = 0;
+  for (int j = 0; j < s->gsize; j++) {
+    int node = s->groups.members[s->group][j];
+    if (all[node] > max)
+      max = all[node];
+  }
+  free(all);
+  if (rc || arc)
+    return rc ? rc : arc;
+  size_t chunk = ft__layout_chunk_bytes(max, s->k);
+  return ft__slot_geom_code(&s->geom, (uint32_t)s->k, (uint32_t)s->m, chunk);
+}
+
+static void fill_meta(smp_t *s, ft__meta_t *m) {
+  memset(m, 0, sizeof(*m));
+  snprintf(m->job, sizeof(m->job), "%s", s->c->cfg.job);
+  snprintf(m->host, sizeof(m->host), "%s", s->c->host);
+  m->epoch = s->meta ? s->meta->epoch : 1;
+  m->node = (uint32_t)s->node;
+  m->nnodes = (uint32_t)s->nnodes;
+  MPI_Comm_size(MPI_COMM_WORLD, (int *)&m->ntrainers);
+  m->ntrainers -= (uint32_t)s->nnodes;
+  m->k = (uint32_t)s->k, m->m = (uint32_t)s->m;
+  m->group = (uint32_t)s->group, m->pos = (uint32_t)s->pos;
+  m->group_size = (uint32_t)s->gsize;
+  m->nlocal = (uint32_t)s->c->nlocal;
+  for (int i = 0; i < s->c->nlocal; i++) {
+    const ft__ctl_rank_t *r = &s->ctl->rank[i];
+    m->ranks[i].rank = r->app_rank;
+    m->ranks[i].nbufs = r->nbufs;
+    m->ranks[i].region_bytes = r->region_bytes;
+    memcpy(m->ranks[i].bufs, r->bufs, r->nbufs * sizeof(ft__buf_rec_t));
+  }
+}
+
+static int do_layout(smp_t *s) {
+  ft__store32(&s->ctl->phase, FT_PHASE_LAYOUT);
+  int rc = size_slots(s); /* collective: runs whatever the local checks say */
+  if (rc == FT_OK)
+    rc = check_tables(s);
+  ft__meta_t *m = calloc(1, sizeof(*m));
+  if (rc == FT_OK && !m)
+    rc = FT_ENOMEM;
+  if (rc == FT_OK) {
+    fill_meta(s, m);
+    rc = ft__meta_write(s->c->dir, m, s->msg, sizeof(s->msg));
+  }
+  free(m);
+  ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding));
+  s->ctl->layout_status = rc;
+  snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
+  s->layout_done = 1;
+  ft__store32(&s->ctl->phase, FT_PHASE_IDLE);
+  return rc;
+}
+
+/* ---- one version ---- */
+
+static int same_geom(const ft__slot_t *sl, const ft__slot_geom_t *g) {
+  const ft__slot_hdr_t *h = sl->hdr;
+  return sl->map && h->seg_bytes == g->seg_bytes &&
+         h->chunk_bytes == g->chunk_bytes && h->k == g->k && h->m == g->m &&
+         h->nlocal == g->nlocal &&
+         memcmp(h->rank_off, g->rank_off, sizeof(h->rank_off)) == 0 &&
+         memcmp(h->rank_bytes, g->rank_bytes, sizeof(h->rank_bytes)) == 0;
+}
+
+/* Slot v % 2 may be overwritten: the other slot holds v-1 committed. */
+static int prepare(smp_t *s, uint64_t v) {
+  int i = (int)(v % FT_NSLOTS);
+  ft__slot_t *sl = &s->slot[i];
+  if (!same_geom(sl, &s->geom)) {
+    if (sl->map)
+      ft__slot_close(sl);
+    int rc = ft__slot_create(sl, s->c->dir, i, s->c->cfg.job, &s->geom, s->msg,
+                             sizeof(s->msg));
+    if (rc)
+      return rc;
+  }
+  ft__slot_begin(sl, v, 0, s->meta ? s->meta->epoch : 1);
+  s->prepared = v;
+  s->ctl->prepared_slot = i;
+  ft__store64(&s->ctl->prepared_version, v);
+  ft__ctl_notify(s->ctl);
+  return FT_OK;
+}
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
+  if (s->m == 0)
+    return FT_OK;
+  ft__exchange_t x = {
+      .comm = s->c->smp_comm,
+      .members = s->groups.members[s->group],
+      .order = s->order,
+      .n = s->gsize,
+      .m = s->m,
+      .pos = s->pos,
+      .chunk_bytes = sl->hdr->chunk_bytes,
+      .piece_bytes = s->c->cfg.piece_bytes,
+      .data = ft__slot_chunk(sl, 0),
+      .parity = ft__slot_chunk(sl, sl->hdr->k),
+      .timeout_s = s->c->cfg.timeout_s,
+  };
+  int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
+  st->last_transfer = x.t_transfer;
+  st->last_encode = x.t_encode;
+  st->last_bytes_sent = x.bytes_sent;
+  st->last_bytes_recv = x.bytes_recv;
+  return rc;
+}
+
+static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
+                    uint64_t protected_bytes, double cpu) {
+  tot->snapshots++;
+  tot->last_crc = last->last_crc;
+  tot->last_transfer = last->last_transfer;
+  tot->last_encode = last->last_encode;
+  tot->last_commit = last->last_commit;
+  tot->last_copy = last->last_copy;
+  tot->last_bytes_sent = last->last_bytes_sent;
+  tot->last_bytes_recv = last->last_bytes_recv;
+  tot->t_copy += last->last_copy;
+  tot->t_crc += last->last_crc;
+  tot->t_transfer += last->last_transfer;
+  tot->t_encode += last->last_encode;
+  tot->t_commit += last->last_commit;
+  tot->bytes_sent += last->last_bytes_sent;
+  tot->bytes_recv += last->last_bytes_recv;
+  tot->bytes_protected += protected_bytes;
+  tot->cpu_s += cpu;
+}
+
+static int protect(smp_t *s, uint64_t v) {
+  ft__slot_t *sl = &s->slot[v % FT_NSLOTS];
+  ft__ctl_stats_t st = {0};
+  double cpu0 = cpu_seconds(), t = ft__now();
+  for (int i = 0; i < s->c->nlocal; i++)
+    if (s->ctl->rank[i].written_status != FT_OK)
+      return s->ctl->rank[i].written_status;
+  sl->hdr->step = ft__load64(&s->ctl->rank[0].step);
+  ft__store32(&s->ctl->phase, FT_PHASE_CRC);
+  ft__slot_seal_data(sl);
+  ft__slot_set_state(sl, FT_SLOT_LOCAL);
+  st.last_crc = ft__now() - t;
+  ft__store32(&s->ctl->phase, FT_PHASE_ENCODE);
+  int rc = encode(s, sl, &st);
+  /* The commit is collective: a failed encode still takes part, offering
+   * only the previous version, so nobody commits v. */
+  uint64_t offer = rc == FT_OK ? v : v - 1, agreed = 0;
+  if (rc == FT_OK) {
+    ft__slot_seal_parity(sl);
+    ft__slot_set_state(sl, FT_SLOT_ENCODED);
+  }
+  ft__store32(&s->ctl->phase, FT_PHASE_COMMIT);
+  t = ft__now();
+  int crc = min_u64(s, offer, &agreed, "commit");
+  st.last_commit = ft__now() - t;
+  if (rc == FT_OK)
+    rc = crc;
+  if (rc == FT_OK && agreed < v)
+    rc = FT_EPEER;
+  if (rc)
+    return rc;
+  ft__slot_set_state(sl, FT_SLOT_COMMITTED);
+  s->committed = v;
+  s->ctl->committed_step = sl->hdr->step;
+  account(&s->ctl->stats, &st, sl->hdr->data_bytes, cpu_seconds() - cpu0);
+  ft__store64(&s->ctl->committed_version, v);
+  ft__store32(&s->ctl->phase, FT_PHASE_IDLE);
+  ft__ctl_notify(s->ctl);
+  return prepare(s, v + 1);
+}
+
+/* ---- the loop ---- */
+
+/* One pass: returns 1 if it did something, 0 if idle, < 0 on error. */
+static int serve(smp_t *s) {
+  if (!s->layout_done) {
+    if (!all_ranks(s, is_registered, 0))
+      return 0;
+    int rc = do_layout(s);
+    if (rc == FT_OK)
+      rc = prepare(s, s->committed + 1);
+    ft__store32(&s->ctl->layout_ready, 1);
+    ft__ctl_notify(s->ctl);
+    return rc ? rc : 1;
+  }
+  if (s->ctl->layout_status != FT_OK)
+    return 0;
+  if (s->prepared > s->committed && all_ranks(s, has_written, s->prepared)) {
+    int rc = protect(s, s->prepared);
+    return rc ? rc : 1;
+  }
+  return 0;
+}
+
+static void stop(smp_t *s, int rc) {
+  if (!s->msg[0])
+    snprintf(s->msg, sizeof(s->msg), "%s", ft_strerror(rc));
+  FT_LOGE(&s->c->log, "SMP stopping: %s", s->msg);
+  snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
+  __atomic_store_n(&s->ctl->smp_status, rc, __ATOMIC_RELEASE);
+  ft__ctl_notify(s->ctl);
+}
+
+static int finished(smp_t *s) {
+  return all_ranks(s, is_finalized, 0) &&
+         !(s->prepared > s->committed && all_ranks(s, has_written, s->prepared));
+}
+
+void ft__smp_run(ft_ctx_t *c) {
+  smp_t *s = c->smp;
+  int rc = FT_OK;
+  for (;;) {
+    uint32_t seq = ft__ctl_seq(s->ctl);
+    rc = serve(s);
+    if (rc < 0)
+      break;
+    if (rc == 0 && finished(s))
+      break;
+    if (rc == 0)
+      ft__ctl_wait(s->ctl, seq, 1.0);
+  }
+  if (rc < 0)
+    stop(s, rc);
+  ft__store32(&s->ctl->phase, FT_PHASE_DONE);
+  ft__ctl_notify(s->ctl);
+  /* A failed SMP exits non-zero without MPI_Finalize so that mpirun ends the
+   * job instead of leaving peers waiting in a collective. */
+  if (rc < 0)
+    _exit(1);
+  MPI_Finalize();
+  exit(0);
+}

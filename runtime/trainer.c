@@ -1,0 +1,370 @@
+/*
+ * The trainer side of the API: registration, capture into the node store,
+ * fences and restore.
+ *
+ * A trainer writes its own buffers straight into its region of a slot file
+ * that it maps (one copy, no staging), then tells the SMP through the control
+ * segment.  Version V always goes to slot V % 2, and the SMP prepares that
+ * slot only once V-1 is committed, so the slot holding the latest committed
+ * version is never written.  In lazy mode the copy runs on a helper thread and
+ * ft_fence joins it; in sync mode it runs inside ft_snapshot.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/ctx.h"
+#include "runtime/error.h"
+#include "runtime/topo.h"
+
+#define ALIGN 64u
+
+static uint64_t align_up(uint64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static ft__ctl_rank_t *me(ft_ctx_t *c) { return &c->ctl->rank[c->local_idx]; }
+
+int ft__trainer_attach(ft_ctx_t *c) {
+  char msg[512];
+  int rc = ft__ctl_attach(c->dir, &c->ctl, msg, sizeof(msg));
+  if (rc) {
+    FT_LOGE(&c->log, "%s", msg);
+    return rc;
+  }
+  int app_rank;
+  MPI_Comm_rank(c->app_comm, &app_rank);
+  me(c)->pid = (uint32_t)getpid();
+  me(c)->app_rank = (uint32_t)app_rank;
+  ft__topo_affinity(me(c)->cpuset, sizeof(me(c)->cpuset));
+  for (int i = 0; i < FT_NSLOTS; i++)
+    c->slot[i].fd = -1;
+  ft__ctl_notify(c->ctl);
+  return FT_OK;
+}
+
+void ft__trainer_release(ft_ctx_t *c) {
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    if (c->cuda_pinned[i])
+      ft__cuda_unregister_host(c->cuda, c->slot[i].map);
+    if (c->slot[i].map)
+      ft__slot_close(&c->slot[i]);
+  }
+  ft__cuda_destroy(c->cuda);
+  c->cuda = NULL;
+  if (c->ctl) {
+    ft__store32(&me(c)->finalized, 1);
+    ft__ctl_notify(c->ctl);
+  }
+}
+
+/* ---- registration ---- */
+
+static int check_memory(ft_ctx_t *c, const ft_buf_opts_t *o) {
+  if (o->memory == FT_MEM_HOST)
+    return FT_OK;
+  if (o->memory != FT_MEM_CUDA)
+    return FT_EINVAL;
+  if (c->cuda)
+    return FT_OK;
+  char msg[256] = "";
+  int rc = ft__cuda_create(&c->cuda, msg, sizeof(msg));
+  if (rc)
+    FT_LOGE(&c->log, "ft_register: device buffer refused: %s", msg);
+  return rc;
+}
+
+int ft_register(ft_ctx_t *c, const char *name, void *ptr, size_t bytes,
+                const ft_buf_opts_t *opts) {
+  if (!c || !name || (!ptr && bytes) || strlen(name) >= FT_NAME_MAX || !*name)
+    return FT_EINVAL;
+  if (c->frozen)
+    return FT_ESTATE;
+  if (c->nregs == FT_MAX_BUFS)
+    return FT_ERANGE;
+  for (int i = 0; i < c->nregs; i++)
+    if (strcmp(c->regs[i].name, name) == 0)
+      return FT_EINVAL;
+  ft_buf_opts_t o = {0};
+  o.memory = (ft_mem_kind_t)c->cfg.default_memory;
+  if (opts)
+    o = *opts;
+  if (o.global_bytes && (o.global_offset > o.global_bytes ||
+                         bytes > o.global_bytes - o.global_offset))
+    return FT_ERANGE;
+  int rc = check_memory(c, &o);
+  if (rc)
+    return rc;
+  ft__reg_t *r = &c->regs[c->nregs++];
+  snprintf(r->name, sizeof(r->name), "%s", name);
+  r->ptr = ptr;
+  r->bytes = bytes;
+  r->opts = o;
+  r->offset = c->region_bytes;
+  c->region_bytes = align_up(c->region_bytes + bytes);
+  return FT_OK;
+}
+
+/* ---- layout: hand the table to the SMP, wait for the slots ---- */
+
+static void publish(ft_ctx_t *c) {
+  ft__ctl_rank_t *r = me(c);
+  for (int i = 0; i < c->nregs; i++) {
+    ft__buf_rec_t *b = &r->bufs[i];
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", c->regs[i].name);
+    b->bytes = c->regs[i].bytes;
+    b->offset = c->regs[i].offset;
+    b->global_offset = c->regs[i].opts.global_offset;
+    b->global_bytes = c->regs[i].opts.global_bytes;
+    b->kind = c->regs[i].opts.kind;
+    b->memory = c->regs[i].opts.memory;
+  }
+  r->nbufs = (uint32_t)c->nregs;
+  r->region_bytes = c->region_bytes;
+  ft__store32(&r->registered, 1);
+  ft__ctl_notify(c->ctl);
+}
+
+/* Wait until cond(c) holds, sleeping on the futex; FT_ETIMEDOUT after the
+ * configured timeout, FT_EPEER if the SMP reported a fatal error. */
+static int wait_for(ft_ctx_t *c, int (*cond)(ft_ctx_t *), const char *what) {
+  double deadline = ft__now() + c->cfg.timeout_s;
+  for (;;) {
+    uint32_t seq = ft__ctl_seq(c->ctl);
+    if (cond(c))
+      return FT_OK;
+    int smp = (int)__atomic_load_n(&c->ctl->smp_status, __ATOMIC_ACQUIRE);
+    if (smp != FT_OK) {
+      FT_LOGE(&c->log, "%s: the SMP stopped: %s", what, c->ctl->msg);
+      return smp;
+    }
+    double left = deadline - ft__now();
+    if (left <= 0) {
+      FT_LOGE(&c->log, "%s: no answer from the SMP of %s in %.0f s (FT_TIMEOUT)",
+              what, c->host, c->cfg.timeout_s);
+      return FT_ETIMEDOUT;
+    }
+    ft__ctl_wait(c->ctl, seq, left < 1.0 ? left : 1.0);
+  }
+}
+
+static int layout_ready(ft_ctx_t *c) {
+  return ft__load32(&c->ctl->layout_ready) != 0;
+}
+
+/* Map slot i at its current size (the SMP may have resized it). */
+static int map_slot(ft_ctx_t *c, int i) {
+  ft__slot_t *s = &c->slot[i];
+  if (s->map && s->map_bytes == s->hdr->seg_bytes)
+    return FT_OK;
+  if (c->cuda_pinned[i]) {
+    ft__cuda_unregister_host(c->cuda, s->map);
+    c->cuda_pinned[i] = 0;
+  }
+  if (s->map)
+    ft__slot_close(s);
+  char msg[512];
+  int rc = ft__slot_open(s, c->dir, i, c->cfg.job, msg, sizeof(msg));
+  if (rc)
+    FT_LOGE(&c->log, "%s", msg);
+  return rc;
+}
+
+static int ensure_layout(ft_ctx_t *c) {
+  if (c->published)
+    return FT_OK;
+  c->frozen = 1;
+  publish(c);
+  int rc = wait_for(c, layout_ready, "layout");
+  if (rc == FT_OK && (rc = c->ctl->layout_status) != FT_OK)
+    FT_LOGE(&c->log, "%s", c->ctl->msg);
+  if (rc == FT_OK)
+    c->version = ft__load64(&c->ctl->committed_version);
+  c->published = 1;
+  return rc;
+}
+
+/* ---- capture ---- */
+
+static int pin_slot(ft_ctx_t *c, int i) {
+  if (!c->cuda || c->cuda_pinned[i])
+    return FT_OK;
+  int rc = ft__cuda_register_host(c->cuda, c->slot[i].map, c->slot[i].map_bytes);
+  c->cuda_pinned[i] = rc == FT_OK;
+  return rc;
+}
+
+static int copy_out(ft_ctx_t *c) {
+  ft__slot_t *s = &c->slot[c->copy_slot];
+  uint8_t *region = s->map + s->hdr->rank_off[c->local_idx];
+  int rc = FT_OK;
+  for (int i = 0; i < c->nregs && rc == FT_OK; i++) {
+    ft__reg_t *r = &c->regs[i];
+    if (r->opts.memory == FT_MEM_CUDA)
+      rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
+                                   r->bytes, r->opts.cuda_stream);
+    else
+      memcpy(region + r->offset, r->ptr, r->bytes);
+  }
+  if (c->cuda && rc == FT_OK)
+    rc = ft__cuda_wait(c->cuda);
+  return rc;
+}
+
+static void copy_done(ft_ctx_t *c, int rc) {
+  ft__ctl_rank_t *r = me(c);
+  __atomic_store_n(&r->written_status, rc, __ATOMIC_RELEASE);
+  ft__store64(&r->written_version, c->copy_version);
+  ft__ctl_notify(c->ctl);
+}
+
+static void *copier(void *arg) {
+  ft_ctx_t *c = arg;
+  c->copy_status = copy_out(c);
+  copy_done(c, c->copy_status);
+  return NULL;
+}
+
+static int prev_committed(ft_ctx_t *c) {
+  return ft__load64(&c->ctl->committed_version) >= c->version;
+}
+
+static int slot_prepared(ft_ctx_t *c) {
+  return ft__load64(&c->ctl->prepared_version) >= c->version + 1;
+}
+
+/* Skip policy: every trainer must make the same choice, so they agree. */
+static int may_start(ft_ctx_t *c) {
+  if (c->cfg.policy == FT_POLICY_BLOCK)
+    return wait_for(c, prev_committed, "ft_snapshot");
+  int ok = prev_committed(c) ? FT_OK : FT_EBUSY;
+  return ft__agree(c->app_comm, ok);
+}
+
+static int start_copy(ft_ctx_t *c) {
+  int rc = wait_for(c, slot_prepared, "ft_snapshot");
+  if (rc)
+    return rc;
+  c->copy_slot = (int)c->ctl->prepared_slot;
+  c->copy_version = c->version + 1;
+  if ((rc = map_slot(c, c->copy_slot)) || (rc = pin_slot(c, c->copy_slot)))
+    return rc;
+  if (c->slot[c->copy_slot].hdr->version != c->copy_version)
+    return FT_ESTATE;
+  if (c->cfg.capture == FT_CAPTURE_SYNC) {
+    c->copy_status = copy_out(c);
+    copy_done(c, c->copy_status);
+    return c->copy_status;
+  }
+  c->copy_status = FT_OK;
+  if (pthread_create(&c->copier, NULL, copier, c) != 0)
+    return FT_ENOMEM;
+  c->copying = 1;
+  return FT_OK;
+}
+
+int ft_snapshot(ft_ctx_t *c, uint64_t step) {
+  if (!c)
+    return FT_EINVAL;
+  int rc = ft_fence(c);
+  if (rc == FT_OK)
+    rc = ensure_layout(c);
+  rc = ft__agree(c->app_comm, rc);
+  if (rc)
+    return rc;
+  if ((rc = may_start(c))) {
+    if (rc == FT_EBUSY && c->local_idx == 0)
+      __atomic_add_fetch(&c->ctl->stats.skipped, 1, __ATOMIC_RELAXED);
+    return rc;
+  }
+  /* The slot was prepared before the step was known: the SMP copies it into
+   * the slot header from here once every trainer has written. */
+  ft__store64(&me(c)->step, step);
+  rc = start_copy(c);
+  if (rc == FT_OK)
+    c->version++;
+  return ft__agree(c->app_comm, rc);
+}
+
+int ft_fence(ft_ctx_t *c) {
+  if (!c)
+    return FT_EINVAL;
+  if (!c->copying)
+    return FT_OK;
+  pthread_join(c->copier, NULL);
+  c->copying = 0;
+  return c->copy_status;
+}
+
+static int is_committed(ft_ctx_t *c) {
+  return ft__load64(&c->ctl->committed_version) >= c->version;
+}
+
+int ft_wait_committed(ft_ctx_t *c, uint64_t *version) {
+  if (!c)
+    return FT_EINVAL;
+  int rc = ft_fence(c);
+  if (rc == FT_OK && c->published)
+    rc = wait_for(c, is_committed, "ft_wait_committed");
+  if (rc == FT_OK && version)
+    *version = ft__load64(&c->ctl->committed_version);
+  return rc;
+}
+
+/* ---- restore ---- */
+
+static int verify_region(ft_ctx_t *c, ft__slot_t *s) {
+  char msg[512];
+  uint64_t off = s->hdr->rank_off[c->local_idx];
+  if (s->hdr->rank_bytes[c->local_idx] != c->region_bytes) {
+    FT_LOGE(&c->log,
+            "%s: rank %d holds %llu bytes, this run registered %llu",
+            s->path, c->local_idx,
+            (unsigned long long)s->hdr->rank_bytes[c->local_idx],
+            (unsigned long long)c->region_bytes);
+    return FT_EMISMATCH;
+  }
+  int rc = ft__slot_verify_range(s, off, c->region_bytes, msg, sizeof(msg));
+  if (rc)
+    FT_LOGE(&c->log, "ft_restore: %s", msg);
+  return rc;
+}
+
+static int copy_in(ft_ctx_t *c, ft__slot_t *s) {
+  const uint8_t *region = s->map + s->hdr->rank_off[c->local_idx];
+  for (int i = 0; i < c->nregs; i++) {
+    ft__reg_t *r = &c->regs[i];
+    if (r->opts.memory == FT_MEM_CUDA) {
+      int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, region + r->offset, r->bytes);
+      if (rc)
+        return rc;
+    } else {
+      memcpy(r->ptr, region + r->offset, r->bytes);
+    }
+  }
+  return FT_OK;
+}
+
+int ft_restore(ft_ctx_t *c, uint64_t *step) {
+  if (!c)
+    return FT_EINVAL;
+  int rc = ft_fence(c);
+  if (rc == FT_OK)
+    rc = ensure_layout(c);
+  if ((rc = ft__agree(c->app_comm, rc)))
+    return rc;
+  int slot = c->ctl->restore_slot;
+  if (c->ctl->restore_version == 0 || slot < 0)
+    return FT_ENOSNAPSHOT;
+  rc = map_slot(c, slot);
+  if (rc == FT_OK)
+    rc = verify_region(c, &c->slot[slot]);
+  /* Nobody touches a buffer unless every rank's data verified. */
+  if ((rc = ft__agree(c->app_comm, rc)))
+    return rc;
+  rc = ft__agree(c->app_comm, copy_in(c, &c->slot[slot]));
+  if (rc == FT_OK && step)
+    *step = c->slot[slot].hdr->step;
+  return rc;
+}

@@ -1,0 +1,567 @@
+/*
+ * Slot segments and node metadata on tmpfs.
+ *
+ * A slot file is sized once for its geometry and then reused: the header page
+ * records where every local rank's region starts, how the data region is cut
+ * into k chunks and where this node's m parity chunks live, and one CRC64 per
+ * chunk.  The state word is the only field that changes while others read,
+ * so it alone is accessed with atomics; the SMP writes every other field
+ * before the release store of the state that publishes them.
+ *
+ * Readers never trust a file: ft__slot_validate and ft__meta_decode check
+ * every size and offset against the real file length before anything is
+ * dereferenced, so a truncated, foreign or scribbled file is an error with a
+ * message, never a crash.
+ */
+#include "snapshot/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ec/crc.h"
+#include "runtime/error.h"
+
+#define SLOT_MAGIC "FTRTSLOT"
+#define META_MAGIC "FTRTMETA"
+#define PAGE 4096u
+
+static int say(char *msg, size_t msglen, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int say(char *msg, size_t msglen, int status, const char *fmt, ...) {
+  if (msg && msglen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *ft__slot_state_name(uint32_t state) {
+  static const char *const names[] = {"EMPTY", "FILLING", "LOCAL", "ENCODED",
+                                      "COMMITTED"};
+  return state <= FT_SLOT_COMMITTED ? names[state] : "INVALID";
+}
+
+/* ---- geometry ---- */
+
+int ft__slot_geom_local(ft__slot_geom_t *g, uint32_t nlocal,
+                        const uint64_t *rank_bytes) {
+  if (nlocal > FT_MAX_LOCAL)
+    return FT_ERANGE;
+  memset(g, 0, sizeof(*g));
+  g->nlocal = nlocal;
+  g->data_off = FT_SLOT_HDR_BYTES;
+  uint64_t off = g->data_off;
+  for (uint32_t r = 0; r < nlocal; r++) {
+    g->rank_off[r] = off;
+    g->rank_bytes[r] = rank_bytes[r];
+    off = round_up(off + rank_bytes[r], PAGE);
+  }
+  g->local_bytes = off - g->data_off;
+  return FT_OK;
+}
+
+int ft__slot_geom_code(ft__slot_geom_t *g, uint32_t k, uint32_t m,
+                       uint64_t chunk_bytes) {
+  if (k < 1 || k + m > FT_MAX_CHUNKS - 1 || chunk_bytes * k < g->local_bytes)
+    return FT_EINVAL;
+  g->k = k;
+  g->m = m;
+  g->chunk_bytes = chunk_bytes;
+  g->data_bytes = chunk_bytes * k;
+  g->parity_off = round_up(g->data_off + g->data_bytes, PAGE);
+  g->parity_bytes = chunk_bytes * m;
+  g->seg_bytes = round_up(g->parity_off + g->parity_bytes, PAGE);
+  return FT_OK;
+}
+
+/* ---- validation (fuzzed) ---- */
+
+static int check_ranks(const ft__slot_hdr_t *h, const char *path, char *msg,
+                       size_t msglen) {
+  for (uint32_t r = 0; r < h->nlocal; r++) {
+    uint64_t off = h->rank_off[r], len = h->rank_bytes[r];
+    if (off < h->data_off || len > h->data_bytes ||
+        off - h->data_off > h->data_bytes - len)
+      return say(msg, msglen, FT_ECORRUPT,
+                 "%s: rank region %u [%llu, +%llu) lies outside the data "
+                 "region",
+                 path, r, (unsigned long long)off, (unsigned long long)len);
+  }
+  return FT_OK;
+}
+
+static int check_regions(const ft__slot_hdr_t *h, size_t file_bytes,
+                         const char *path, char *msg, size_t msglen) {
+  if (h->k < 1 || h->k + h->m >= FT_MAX_CHUNKS || h->nlocal > FT_MAX_LOCAL)
+    return say(msg, msglen, FT_ECORRUPT,
+               "%s: impossible code or rank count (k=%u m=%u ranks=%u)", path,
+               h->k, h->m, h->nlocal);
+  if (h->seg_bytes != file_bytes)
+    return say(msg, msglen, FT_ECORRUPT,
+               "%s: file is %zu bytes but its header says %llu (truncated?)",
+               path, file_bytes, (unsigned long long)h->seg_bytes);
+  uint64_t c = h->chunk_bytes;
+  if (c > file_bytes || h->data_bytes != c * h->k ||
+      h->parity_bytes != c * h->m || h->data_off < FT_SLOT_HDR_BYTES ||
+      h->data_off > file_bytes || h->data_bytes > file_bytes - h->data_off ||
+      h->parity_off < h->data_off + h->data_bytes ||
+      h->parity_off > file_bytes ||
+      h->parity_bytes > file_bytes - h->parity_off)
+    return say(msg, msglen, FT_ECORRUPT,
+               "%s: data/parity regions do not fit the file (chunk %llu, k=%u, "
+               "m=%u, file %zu bytes)",
+               path, (unsigned long long)c, h->k, h->m, file_bytes);
+  return check_ranks(h, path, msg, msglen);
+}
+
+int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
+                      const char *path, char *msg, size_t msglen) {
+  if (file_bytes < sizeof(ft__slot_hdr_t))
+    return say(msg, msglen, FT_ECORRUPT,
+               "%s: %zu bytes, too short for a slot header (truncated)", path,
+               file_bytes);
+  ft__slot_hdr_t h;
+  memcpy(&h, image, sizeof(h));
+  if (memcmp(h.magic, SLOT_MAGIC, 8) != 0)
+    return say(msg, msglen, FT_ECORRUPT, "%s: bad magic, not an ftrt slot",
+               path);
+  if (h.format != FT_STORE_FORMAT)
+    return say(msg, msglen, FT_EMISMATCH,
+               "%s: store format %u, this ftrt reads format %u", path,
+               h.format, FT_STORE_FORMAT);
+  if (h.state > FT_SLOT_COMMITTED)
+    return say(msg, msglen, FT_ECORRUPT, "%s: invalid slot state %u", path,
+               h.state);
+  if (memchr(h.job, '\0', sizeof(h.job)) == NULL ||
+      (job && strcmp(h.job, job) != 0))
+    return say(msg, msglen, FT_EMISMATCH,
+               "%s: belongs to job '%.*s', not to job '%s'", path,
+               (int)strnlen(h.job, sizeof(h.job)), h.job, job ? job : "?");
+  return check_regions(&h, file_bytes, path, msg, msglen);
+}
+
+/* ---- slot files ---- */
+
+static void slot_path(char *out, size_t len, const char *dir, int idx) {
+  snprintf(out, len, "%s/slot%d", dir, idx);
+}
+
+static int map_file(ft__slot_t *s, size_t bytes, char *msg, size_t msglen) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+  if (p == MAP_FAILED)
+    return say(msg, msglen, ft__from_errno(errno), "%s: mmap: %s", s->path,
+               strerror(errno));
+  s->map = p;
+  s->map_bytes = bytes;
+  s->hdr = (ft__slot_hdr_t *)p;
+  return FT_OK;
+}
+
+static void write_header(ft__slot_hdr_t *h, const char *job,
+                         const ft__slot_geom_t *g) {
+  memset(h, 0, sizeof(*h));
+  memcpy(h->magic, SLOT_MAGIC, 8);
+  h->format = FT_STORE_FORMAT;
+  snprintf(h->job, sizeof(h->job), "%s", job);
+  h->seg_bytes = g->seg_bytes;
+  h->data_off = g->data_off;
+  h->data_bytes = g->data_bytes;
+  h->parity_off = g->parity_off;
+  h->parity_bytes = g->parity_bytes;
+  h->chunk_bytes = g->chunk_bytes;
+  h->k = g->k;
+  h->m = g->m;
+  h->nlocal = g->nlocal;
+  memcpy(h->rank_off, g->rank_off, sizeof(h->rank_off));
+  memcpy(h->rank_bytes, g->rank_bytes, sizeof(h->rank_bytes));
+}
+
+int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
+                    const ft__slot_geom_t *g, char *msg, size_t msglen) {
+  memset(s, 0, sizeof(*s));
+  s->fd = -1;
+  s->idx = idx;
+  slot_path(s->path, sizeof(s->path), dir, idx);
+  s->fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (s->fd < 0)
+    return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", s->path,
+               strerror(errno));
+  /* Shrink to zero first so no byte of an older, differently shaped slot
+   * survives in the new geometry. */
+  if (ftruncate(s->fd, 0) != 0 || ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
+    int rc = say(msg, msglen, ft__from_errno(errno), "%s: resize to %llu: %s",
+                 s->path, (unsigned long long)g->seg_bytes, strerror(errno));
+    ft__slot_close(s);
+    return rc;
+  }
+  int rc = map_file(s, g->seg_bytes, msg, msglen);
+  if (rc) {
+    ft__slot_close(s);
+    return rc;
+  }
+  write_header(s->hdr, job, g);
+  return FT_OK;
+}
+
+int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
+                  char *msg, size_t msglen) {
+  memset(s, 0, sizeof(*s));
+  s->fd = -1;
+  s->idx = idx;
+  slot_path(s->path, sizeof(s->path), dir, idx);
+  s->fd = open(s->path, O_RDWR | O_CLOEXEC);
+  if (s->fd < 0)
+    return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", s->path,
+               strerror(errno));
+  struct stat st;
+  int rc;
+  if (fstat(s->fd, &st) != 0)
+    rc = say(msg, msglen, FT_EIO, "%s: stat: %s", s->path, strerror(errno));
+  else if (st.st_size < (off_t)sizeof(ft__slot_hdr_t))
+    rc = say(msg, msglen, FT_ECORRUPT,
+             "%s: %lld bytes, too short for a slot header (truncated)",
+             s->path, (long long)st.st_size);
+  else if ((rc = map_file(s, (size_t)st.st_size, msg, msglen)) == FT_OK)
+    rc = ft__slot_validate(s->map, s->map_bytes, job, s->path, msg, msglen);
+  if (rc)
+    ft__slot_close(s);
+  return rc;
+}
+
+void ft__slot_close(ft__slot_t *s) {
+  if (s->map)
+    munmap(s->map, s->map_bytes);
+  if (s->fd >= 0)
+    close(s->fd);
+  s->map = NULL;
+  s->hdr = NULL;
+  s->fd = -1;
+}
+
+uint32_t ft__slot_state(const ft__slot_t *s) {
+  return __atomic_load_n(&s->hdr->state, __ATOMIC_ACQUIRE);
+}
+
+void ft__slot_set_state(ft__slot_t *s, uint32_t state) {
+  if (state == FT_SLOT_COMMITTED)
+    s->hdr->committed_ns = now_ns();
+  __atomic_store_n(&s->hdr->state, state, __ATOMIC_RELEASE);
+}
+
+void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
+                    uint64_t epoch) {
+  /* Drop to EMPTY before touching the identity fields, so a crash between
+   * the stores never leaves a FILLING slot claiming an older version. */
+  ft__slot_set_state(s, FT_SLOT_EMPTY);
+  s->hdr->version = version;
+  s->hdr->step = step;
+  s->hdr->epoch = epoch;
+  s->hdr->filled_ns = now_ns();
+  s->hdr->committed_ns = 0;
+  ft__slot_set_state(s, FT_SLOT_FILLING);
+}
+
+/* ---- chunks and CRCs ---- */
+
+uint8_t *ft__slot_chunk(const ft__slot_t *s, uint32_t chunk) {
+  const ft__slot_hdr_t *h = s->hdr;
+  if (chunk < h->k)
+    return s->map + h->data_off + (uint64_t)chunk * h->chunk_bytes;
+  return s->map + h->parity_off + (uint64_t)(chunk - h->k) * h->chunk_bytes;
+}
+
+uint64_t ft__slot_chunk_crc(const ft__slot_t *s, uint32_t chunk) {
+  return ft__crc64(0, ft__slot_chunk(s, chunk), s->hdr->chunk_bytes);
+}
+
+void ft__slot_seal_data(ft__slot_t *s) {
+  for (uint32_t c = 0; c < s->hdr->k; c++)
+    s->hdr->crc[c] = ft__slot_chunk_crc(s, c);
+}
+
+void ft__slot_seal_parity(ft__slot_t *s) {
+  for (uint32_t c = s->hdr->k; c < s->hdr->k + s->hdr->m; c++)
+    s->hdr->crc[c] = ft__slot_chunk_crc(s, c);
+}
+
+int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
+                    size_t msglen) {
+  for (uint32_t c = first; c < first + n && c < s->hdr->k + s->hdr->m; c++) {
+    if (ft__slot_chunk_crc(s, c) != s->hdr->crc[c])
+      return say(msg, msglen, FT_ECORRUPT,
+                 "%s: CRC mismatch in %s chunk %u (version %llu)", s->path,
+                 c < s->hdr->k ? "data" : "parity", c,
+                 (unsigned long long)s->hdr->version);
+  }
+  return FT_OK;
+}
+
+int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
+                          char *msg, size_t msglen) {
+  const ft__slot_hdr_t *h = s->hdr;
+  if (len == 0 || h->chunk_bytes == 0)
+    return FT_OK;
+  uint64_t first = (off - h->data_off) / h->chunk_bytes;
+  uint64_t last = (off + len - 1 - h->data_off) / h->chunk_bytes;
+  return ft__slot_verify(s, (uint32_t)first, (uint32_t)(last - first + 1), msg,
+                         msglen);
+}
+
+/* ---- metadata ---- */
+
+/* The wire form: magic, format, length, then the fixed part of ft__meta_t
+ * up to ranks, then per rank its fixed fields and nbufs records, then a
+ * CRC64 of everything before it. */
+typedef struct meta_fixed {
+  char magic[8];
+  uint32_t format;
+  uint32_t reserved;
+  uint64_t total_bytes;
+  char job[FT_JOB_MAX];
+  char host[FT_NAME_MAX];
+  uint64_t epoch;
+  uint32_t node, nnodes, ntrainers, k, m, group, pos, group_size, nlocal;
+  uint32_t pad;
+} meta_fixed_t;
+
+typedef struct rank_fixed {
+  uint32_t rank, nbufs;
+  uint64_t region_bytes;
+} rank_fixed_t;
+
+static size_t meta_size(const ft__meta_t *m) {
+  size_t n = sizeof(meta_fixed_t) + sizeof(uint64_t);
+  for (uint32_t r = 0; r < m->nlocal; r++)
+    n += sizeof(rank_fixed_t) + m->ranks[r].nbufs * sizeof(ft__buf_rec_t);
+  return n;
+}
+
+static void put(uint8_t **p, const void *src, size_t n) {
+  memcpy(*p, src, n);
+  *p += n;
+}
+
+int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
+  if (m->nlocal > FT_MAX_LOCAL)
+    return FT_ERANGE;
+  size_t n = meta_size(m);
+  uint8_t *buf = calloc(1, n), *p = buf;
+  if (!buf)
+    return FT_ENOMEM;
+  meta_fixed_t f = {0};
+  memcpy(f.magic, META_MAGIC, 8);
+  f.format = FT_STORE_FORMAT;
+  f.total_bytes = n;
+  memcpy(f.job, m->job, sizeof(f.job));
+  memcpy(f.host, m->host, sizeof(f.host));
+  f.epoch = m->epoch;
+  f.node = m->node, f.nnodes = m->nnodes, f.ntrainers = m->ntrainers;
+  f.k = m->k, f.m = m->m, f.group = m->group, f.pos = m->pos;
+  f.group_size = m->group_size, f.nlocal = m->nlocal;
+  put(&p, &f, sizeof(f));
+  for (uint32_t r = 0; r < m->nlocal; r++) {
+    rank_fixed_t rf = {m->ranks[r].rank, m->ranks[r].nbufs,
+                       m->ranks[r].region_bytes};
+    put(&p, &rf, sizeof(rf));
+    put(&p, m->ranks[r].bufs, rf.nbufs * sizeof(ft__buf_rec_t));
+  }
+  uint64_t crc = ft__crc64(0, buf, (size_t)(p - buf));
+  put(&p, &crc, sizeof(crc));
+  *out = buf;
+  *len = n;
+  return FT_OK;
+}
+
+static int str_ok(const char *s, size_t cap) {
+  return memchr(s, '\0', cap) != NULL;
+}
+
+static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
+                        const char *path, char *msg, size_t msglen) {
+  meta_fixed_t f;
+  if (len < sizeof(f) + sizeof(uint64_t))
+    return say(msg, msglen, FT_ECORRUPT, "%s: %zu bytes, too short (truncated)",
+               path, len);
+  memcpy(&f, buf, sizeof(f));
+  if (memcmp(f.magic, META_MAGIC, 8) != 0)
+    return say(msg, msglen, FT_ECORRUPT, "%s: bad magic, not ftrt metadata",
+               path);
+  if (f.format != FT_STORE_FORMAT)
+    return say(msg, msglen, FT_EMISMATCH,
+               "%s: store format %u, this ftrt reads format %u", path, f.format,
+               FT_STORE_FORMAT);
+  if (f.total_bytes != len)
+    return say(msg, msglen, FT_ECORRUPT,
+               "%s: %zu bytes but the header says %llu (truncated?)", path, len,
+               (unsigned long long)f.total_bytes);
+  uint64_t crc;
+  memcpy(&crc, buf + len - sizeof(crc), sizeof(crc));
+  if (ft__crc64(0, buf, len - sizeof(crc)) != crc)
+    return say(msg, msglen, FT_ECORRUPT, "%s: CRC mismatch", path);
+  if (!str_ok(f.job, sizeof(f.job)) || !str_ok(f.host, sizeof(f.host)) ||
+      f.nlocal > FT_MAX_LOCAL || f.k < 1 || f.k + f.m >= FT_MAX_CHUNKS ||
+      f.nnodes < 1 || f.node >= f.nnodes)
+    return say(msg, msglen, FT_ECORRUPT, "%s: fields out of range", path);
+  memcpy(m->job, f.job, sizeof(m->job));
+  memcpy(m->host, f.host, sizeof(m->host));
+  m->epoch = f.epoch;
+  m->node = f.node, m->nnodes = f.nnodes, m->ntrainers = f.ntrainers;
+  m->k = f.k, m->m = f.m, m->group = f.group, m->pos = f.pos;
+  m->group_size = f.group_size, m->nlocal = f.nlocal;
+  return FT_OK;
+}
+
+static int decode_rank(const uint8_t **p, const uint8_t *end,
+                       ft__rank_rec_t *r, const char *path, char *msg,
+                       size_t msglen) {
+  rank_fixed_t rf;
+  if ((size_t)(end - *p) < sizeof(rf))
+    return say(msg, msglen, FT_ECORRUPT, "%s: rank table truncated", path);
+  memcpy(&rf, *p, sizeof(rf));
+  *p += sizeof(rf);
+  if (rf.nbufs > FT_MAX_BUFS ||
+      (size_t)(end - *p) / sizeof(ft__buf_rec_t) < rf.nbufs)
+    return say(msg, msglen, FT_ECORRUPT, "%s: buffer table of rank %u bad",
+               path, rf.rank);
+  r->rank = rf.rank, r->nbufs = rf.nbufs, r->region_bytes = rf.region_bytes;
+  memcpy(r->bufs, *p, rf.nbufs * sizeof(ft__buf_rec_t));
+  *p += rf.nbufs * sizeof(ft__buf_rec_t);
+  for (uint32_t b = 0; b < rf.nbufs; b++) {
+    const ft__buf_rec_t *br = &r->bufs[b];
+    if (!str_ok(br->name, sizeof(br->name)) || br->bytes > rf.region_bytes ||
+        br->offset > rf.region_bytes - br->bytes)
+      return say(msg, msglen, FT_ECORRUPT,
+                 "%s: buffer %u of rank %u lies outside its region", path, b,
+                 rf.rank);
+  }
+  return FT_OK;
+}
+
+int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
+                    const char *path, char *msg, size_t msglen) {
+  memset(m, 0, sizeof(*m));
+  int rc = decode_fixed(buf, len, m, path, msg, msglen);
+  if (rc)
+    return rc;
+  const uint8_t *p = buf + sizeof(meta_fixed_t), *end = buf + len - 8;
+  for (uint32_t r = 0; r < m->nlocal; r++)
+    if ((rc = decode_rank(&p, end, &m->ranks[r], path, msg, msglen)))
+      return rc;
+  if (p != end)
+    return say(msg, msglen, FT_ECORRUPT, "%s: %zu unexpected trailing bytes",
+               path, (size_t)(end - p));
+  return FT_OK;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
+                   size_t msglen) {
+  char tmp[FT_PATH_MAX + 16], final[FT_PATH_MAX + 16];
+  snprintf(tmp, sizeof(tmp), "%s/meta.tmp", dir);
+  snprintf(final, sizeof(final), "%s/meta", dir);
+  uint8_t *buf;
+  size_t len;
+  int rc = ft__meta_encode(m, &buf, &len);
+  if (rc)
+    return say(msg, msglen, rc, "%s: cannot encode metadata", final);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
+    rc = say(msg, msglen, ft__from_errno(errno), "%s: write: %s", tmp,
+             strerror(errno));
+  } else if (rename(tmp, final) != 0 || fsync_dir(dir) != 0) {
+    rc = say(msg, msglen, ft__from_errno(errno), "%s: rename: %s", final,
+             strerror(errno));
+  }
+  if (fd >= 0)
+    close(fd);
+  free(buf);
+  return rc;
+}
+
+int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
+  char path[FT_PATH_MAX + 16];
+  snprintf(path, sizeof(path), "%s/meta", dir);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", path,
+               strerror(errno));
+  struct stat st;
+  int rc = FT_EIO;
+  uint8_t *buf = NULL;
+  if (fstat(fd, &st) == 0 && st.st_size <= (64 << 20) &&
+      (buf = malloc((size_t)st.st_size + 1)) != NULL &&
+      read(fd, buf, (size_t)st.st_size) == st.st_size)
+    rc = ft__meta_decode(buf, (size_t)st.st_size, m, path, msg, msglen);
+  else
+    say(msg, msglen, FT_EIO, "%s: cannot read", path);
+  free(buf);
+  close(fd);
+  return rc;
+}
+
+/* ---- directories ---- */
+
+int ft__store_mkdir(const char *dir, char *msg, size_t msglen) {
+  char p[FT_PATH_MAX];
+  snprintf(p, sizeof(p), "%s", dir);
+  for (char *s = p + 1;; s++) {
+    if (*s == '/' || *s == '\0') {
+      char c = *s;
+      *s = '\0';
+      if (mkdir(p, 0700) != 0 && errno != EEXIST)
+        return say(msg, msglen, ft__from_errno(errno), "%s: mkdir: %s", p,
+                   strerror(errno));
+      *s = c;
+      if (c == '\0')
+        break;
+    }
+  }
+  return FT_OK;
+}
+
+int ft__store_dir(const ft__config_t *cfg, int vnode, char *out, size_t len) {
+  int n = vnode >= 0 ? snprintf(out, len, "%s/vnode%d/%s", cfg->store_root,
+                                vnode, cfg->job)
+                     : snprintf(out, len, "%s/%s", cfg->store_root, cfg->job);
+  return n > 0 && (size_t)n < len ? FT_OK : FT_ERANGE;
+}

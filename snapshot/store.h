@@ -1,0 +1,174 @@
+/*
+ * The node store: memory-mapped files on tmpfs that outlive every process of
+ * a job (DESIGN.md section 3).  A store directory holds
+ *
+ *   meta        node metadata (layout, k, m, per-rank buffer tables), written
+ *               atomically: temp file, fsync, rename, fsync of the directory;
+ *   slot0 slot1 two version slots, each a header page then the data region
+ *               (every local trainer's region, page aligned, padded to k
+ *               chunks) then this node's m parity chunks;
+ *   ctl         the control segment of the running job (runtime/ctl.h).
+ *
+ * Nothing here is trusted on read: every reader validates magic, format,
+ * sizes against the file size, and CRCs, and reports what is wrong with the
+ * file's path in msg.  The validators take plain bytes so they can be fuzzed.
+ */
+#ifndef FT_SNAPSHOT_STORE_H
+#define FT_SNAPSHOT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/config.h"
+
+#define FT_STORE_FORMAT 1
+#define FT_MAX_LOCAL 64   /* trainers per node */
+#define FT_MAX_CHUNKS 256 /* k + m of a group, with room */
+#define FT_MAX_BUFS 256   /* registered buffers per rank */
+#define FT_NAME_MAX 64
+#define FT_SLOT_HDR_BYTES 4096
+#define FT_NSLOTS 2
+
+typedef enum {
+  FT_SLOT_EMPTY = 0,
+  FT_SLOT_FILLING = 1,   /* trainers are copying into it */
+  FT_SLOT_LOCAL = 2,     /* every local trainer wrote, data CRCs done */
+  FT_SLOT_ENCODED = 3,   /* this node's parity written */
+  FT_SLOT_COMMITTED = 4  /* every SMP of the job encoded this version */
+} ft__slot_state_t;
+
+const char *ft__slot_state_name(uint32_t state);
+
+/* The header page of a slot.  Only `state` changes concurrently: it is read
+ * and written with atomics (acquire/release), everything else is written by
+ * the SMP before the state that publishes it. */
+typedef struct ft__slot_hdr {
+  char magic[8]; /* "FTRTSLOT" */
+  uint32_t format;
+  uint32_t state;
+  char job[FT_JOB_MAX];
+  uint64_t version;
+  uint64_t step;
+  uint64_t epoch;
+  uint64_t seg_bytes;
+  uint64_t data_off, data_bytes;     /* k * chunk_bytes */
+  uint64_t parity_off, parity_bytes; /* m * chunk_bytes */
+  uint64_t chunk_bytes;
+  uint32_t k, m;
+  uint32_t nlocal, reserved;
+  uint64_t rank_off[FT_MAX_LOCAL]; /* absolute offsets in the file */
+  uint64_t rank_bytes[FT_MAX_LOCAL];
+  uint64_t crc[FT_MAX_CHUNKS]; /* data chunks 0..k-1, parity k..k+m-1 */
+  uint64_t filled_ns, committed_ns; /* CLOCK_REALTIME */
+} ft__slot_hdr_t;
+
+/* Sizes of a slot, computed from the local ranks' bytes and the group code. */
+typedef struct ft__slot_geom {
+  uint32_t nlocal, k, m;
+  uint64_t rank_off[FT_MAX_LOCAL], rank_bytes[FT_MAX_LOCAL];
+  uint64_t local_bytes; /* end of the last rank region, from data_off */
+  uint64_t chunk_bytes, data_off, data_bytes, parity_off, parity_bytes;
+  uint64_t seg_bytes;
+} ft__slot_geom_t;
+
+/* Rank regions of nlocal ranks, page aligned, after the header page. */
+int ft__slot_geom_local(ft__slot_geom_t *g, uint32_t nlocal,
+                        const uint64_t *rank_bytes);
+/* Complete the geometry for a code whose chunk is chunk_bytes (>= what the
+ * local data needs when cut into k chunks).  k >= 1, m >= 0. */
+int ft__slot_geom_code(ft__slot_geom_t *g, uint32_t k, uint32_t m,
+                       uint64_t chunk_bytes);
+
+/* An open, mapped slot. */
+typedef struct ft__slot {
+  int idx;
+  int fd;
+  char path[FT_PATH_MAX + 16];
+  size_t map_bytes;
+  uint8_t *map;
+  ft__slot_hdr_t *hdr;
+} ft__slot_t;
+
+/*
+ * Check a slot image of file_bytes bytes (at least the header must be there)
+ * for job.  FT_ECORRUPT (bad magic, sizes, offsets), FT_EMISMATCH (format or
+ * job), with a message naming path and the field.  Does not check CRCs.
+ */
+int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
+                      const char *path, char *msg, size_t msglen);
+
+/* Create (or resize) slot idx in dir with geometry g, state EMPTY. */
+int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
+                    const ft__slot_geom_t *g, char *msg, size_t msglen);
+/* Open and validate an existing slot.  FT_ENOENT when it does not exist. */
+int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
+                  char *msg, size_t msglen);
+void ft__slot_close(ft__slot_t *s);
+
+uint32_t ft__slot_state(const ft__slot_t *s);
+void ft__slot_set_state(ft__slot_t *s, uint32_t state);
+/* Start filling a version: FILLING, version, step, epoch. */
+void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
+                    uint64_t epoch);
+
+/* CRC64 of data chunk i (0..k-1) or parity chunk k+j, as held now. */
+uint64_t ft__slot_chunk_crc(const ft__slot_t *s, uint32_t chunk);
+uint8_t *ft__slot_chunk(const ft__slot_t *s, uint32_t chunk);
+/* Compute and store the CRCs of the data chunks (LOCAL needs them). */
+void ft__slot_seal_data(ft__slot_t *s);
+/* Compute and store the CRCs of the parity chunks. */
+void ft__slot_seal_parity(ft__slot_t *s);
+/* Verify chunks [first, first+n): FT_ECORRUPT naming the first bad chunk. */
+int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
+                    size_t msglen);
+/* Verify every chunk overlapping [off, off+len) of the file. */
+int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
+                          char *msg, size_t msglen);
+
+/* ---- node metadata ---- */
+
+typedef struct ft__buf_rec {
+  char name[FT_NAME_MAX];
+  uint64_t bytes;
+  uint64_t offset; /* inside the rank region */
+  uint64_t global_offset, global_bytes;
+  uint32_t kind, memory;
+} ft__buf_rec_t;
+
+typedef struct ft__rank_rec {
+  uint32_t rank;  /* rank in app_comm */
+  uint32_t nbufs;
+  uint64_t region_bytes;
+  ft__buf_rec_t bufs[FT_MAX_BUFS];
+} ft__rank_rec_t;
+
+typedef struct ft__meta {
+  char job[FT_JOB_MAX];
+  uint64_t epoch;
+  uint32_t node, nnodes;     /* this node's index and the job's node count */
+  uint32_t ntrainers;        /* trainers of the whole job */
+  uint32_t k, m, group, pos; /* this node's group code and place */
+  uint32_t group_size;
+  uint32_t nlocal;
+  char host[FT_NAME_MAX];
+  ft__rank_rec_t ranks[FT_MAX_LOCAL];
+} ft__meta_t;
+
+/* Serialise to a malloc'ed buffer (*out, *len).  */
+int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len);
+/* Parse and validate bytes written by ft__meta_encode (fuzzed). */
+int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
+                    const char *path, char *msg, size_t msglen);
+/* Atomic write: dir/meta.tmp, fsync, rename to dir/meta, fsync dir. */
+int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
+                   size_t msglen);
+/* FT_ENOENT when there is none. */
+int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen);
+
+/* mkdir -p of dir (mode 0700). */
+int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
+/* The store directory of this node for cfg: root/job, or root/vnodeN/job
+ * for virtual nodes (vnode >= 0). */
+int ft__store_dir(const ft__config_t *cfg, int vnode, char *out, size_t len);
+
+#endif
