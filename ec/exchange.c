@@ -189,6 +189,8 @@ static int pipeline(run_t *r, char *msg, size_t msglen) {
   int rc = FT_OK;
   for (size_t q = 0; q < npieces && rc == FT_OK; q++) {
     window_t *w = &r->w[q % 2];
+    if (q == npieces / 2 && x->midway)
+      x->midway(x->midway_arg);
     rc = finish(r, w, msg, msglen); /* piece q-2 */
     if (rc == FT_OK)
       rc = post(r, w, q);

@@ -25,6 +25,8 @@ typedef struct ft__exchange {
   const uint8_t *data; /* k = n - m contiguous chunks */
   uint8_t *parity;     /* m contiguous chunks, overwritten */
   double timeout_s;
+  void (*midway)(void *arg); /* optional: called halfway (fault injection) */
+  void *midway_arg;
   /* results */
   double t_transfer, t_encode; /* seconds waiting for pieces, encoding */
   uint64_t bytes_sent, bytes_recv;

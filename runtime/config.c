@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ftrt.h"
+#include "runtime/fault.h"
 
 #define FT__DEFAULT_TIMEOUT_S 60.0
 #define FT__DEFAULT_PIECE (1u << 20)
@@ -160,8 +161,12 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     snprintf(cfg->smp_cpuset, sizeof(cfg->smp_cpuset), "%s", v);
   }
   if ((v = get("FT_FAULT", arg))) {
-    if (strlen(v) >= sizeof(cfg->fault))
-      return fail(msg, msglen, "FT_FAULT=%s: too long", v);
+    ft__fault_t f;
+    if (strlen(v) >= sizeof(cfg->fault) || ft__fault_parse(&f, v) != 0)
+      return fail(msg, msglen,
+                  "FT_FAULT=%s: expected POINT[:NTH][@rN|@HOST] with POINT "
+                  "copy|crc|encode|commit|restore",
+                  v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }
   return FT_OK;

@@ -12,6 +12,7 @@
 #include "ftrt.h"
 #include "runtime/config.h"
 #include "runtime/ctl.h"
+#include "runtime/fault.h"
 #include "runtime/log.h"
 #include "snapshot/store.h"
 
@@ -37,6 +38,7 @@ struct ft_ctx {
   char host[FT_NAME_MAX];
   char dir[FT_PATH_MAX];
   ft__ctl_t *ctl;
+  ft__fault_t fault;
   struct ft__smp *smp; /* SMP only */
 
   /* trainer */
@@ -55,6 +57,10 @@ struct ft_ctx {
   ft__cuda_t *cuda;
   int cuda_pinned[FT_NSLOTS];
 };
+
+/* Pass a fault point (runtime/fault.h). */
+#define FT_FAULT_POINT(c, name)                                                \
+  ft__fault_point(&(c)->fault, (name), (c)->world_rank, (c)->host)
 
 /* Status agreed by every rank of comm: the most negative one. */
 int ft__agree(MPI_Comm comm, int status);

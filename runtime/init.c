@@ -109,6 +109,7 @@ static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
   if (rc)
     return rc;
   gethostname(c->host, sizeof(c->host) - 1);
+  ft__fault_parse(&c->fault, c->cfg.fault);
   if ((rc = split_nodes(c)) || (rc = split_roles(c)))
     return rc;
   ft__log_init(&c->log, c->cfg.log_level, c->host, c->world_rank,

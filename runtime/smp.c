@@ -433,6 +433,11 @@ static double cpu_seconds(void) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+static void encode_midway(void *arg) {
+  smp_t *s = arg;
+  FT_FAULT_POINT(s->c, "encode");
+}
+
 static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
   if (s->m == 0)
     return FT_OK;
@@ -448,6 +453,8 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
       .data = ft__slot_chunk(sl, 0),
       .parity = ft__slot_chunk(sl, sl->hdr->k),
       .timeout_s = s->c->cfg.timeout_s,
+      .midway = encode_midway,
+      .midway_arg = s,
   };
   int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
   st->last_transfer = x.t_transfer;
@@ -487,6 +494,7 @@ static int protect(smp_t *s, uint64_t v) {
       return s->ctl->rank[i].written_status;
   sl->hdr->step = ft__load64(&s->ctl->rank[0].step);
   ft__store32(&s->ctl->phase, FT_PHASE_CRC);
+  FT_FAULT_POINT(s->c, "crc");
   ft__slot_seal_data(sl);
   ft__slot_set_state(sl, FT_SLOT_LOCAL);
   st.last_crc = ft__now() - t;
@@ -500,6 +508,7 @@ static int protect(smp_t *s, uint64_t v) {
     ft__slot_set_state(sl, FT_SLOT_ENCODED);
   }
   ft__store32(&s->ctl->phase, FT_PHASE_COMMIT);
+  FT_FAULT_POINT(s->c, "commit");
   t = ft__now();
   int crc = min_u64(s, offer, &agreed, "commit");
   st.last_commit = ft__now() - t;

@@ -201,6 +201,8 @@ static int copy_out(ft_ctx_t *c) {
   int rc = FT_OK;
   for (int i = 0; i < c->nregs && rc == FT_OK; i++) {
     ft__reg_t *r = &c->regs[i];
+    if (i == c->nregs / 2)
+      FT_FAULT_POINT(c, "copy");
     if (r->opts.memory == FT_MEM_CUDA)
       rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
                                    r->bytes, r->opts.cuda_stream);

@@ -1,0 +1,56 @@
+/* Fault points: parsing of FT_FAULT and the self-kill. */
+#include "runtime/fault.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int ft__fault_parse(ft__fault_t *f, const char *spec) {
+  memset(f, 0, sizeof(*f));
+  f->rank = -1;
+  f->nth = 1;
+  if (!spec || !*spec)
+    return 0;
+  char buf[128];
+  snprintf(buf, sizeof(buf), "%s", spec);
+  char *who = strchr(buf, '@');
+  if (who) {
+    *who++ = '\0';
+    if (who[0] == 'r' && who[1] && strspn(who + 1, "0123456789") == strlen(who + 1))
+      f->rank = atoi(who + 1);
+    else
+      snprintf(f->host, sizeof(f->host), "%s", who);
+  }
+  char *nth = strchr(buf, ':');
+  if (nth) {
+    *nth++ = '\0';
+    f->nth = atoi(nth);
+    if (f->nth < 1)
+      return -1;
+  }
+  static const char *const points[] = {"copy", "crc", "encode", "commit",
+                                       "restore", NULL};
+  for (int i = 0; points[i]; i++)
+    if (strcmp(buf, points[i]) == 0) {
+      snprintf(f->point, sizeof(f->point), "%s", buf);
+      return 0;
+    }
+  return -1;
+}
+
+void ft__fault_point(ft__fault_t *f, const char *point, int rank,
+                     const char *host) {
+  if (!f->point[0] || strcmp(f->point, point) != 0)
+    return;
+  if ((f->rank >= 0 && f->rank != rank) ||
+      (f->host[0] && (!host || strcmp(f->host, host) != 0)))
+    return;
+  if (++f->passes != f->nth)
+    return;
+  fprintf(stderr, "ftrt: fault point '%s' (FT_FAULT) kills pid %d\n", point,
+          (int)getpid());
+  fflush(stderr);
+  kill(getpid(), SIGKILL);
+}

@@ -1,0 +1,49 @@
+# Helpers for the single-host MPI tests.  Sourced; needs FTRT_TOP_BUILDDIR
+# (set by `make check`) or runs from the build directory.
+set -u
+B=${FTRT_TOP_BUILDDIR:-$PWD}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader,tcp
+export FT_STORE_ROOT=${FT_STORE_ROOT:-$(mktemp -d /tmp/ftrt-test.XXXXXX)}
+export FT_TIMEOUT=${FT_TIMEOUT:-30}
+LOGDIR=$(mktemp -d /tmp/ftrt-log.XXXXXX)
+trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "# $*"; }
+
+# train NAME NP ARGS... : run ft-train-example under mpirun, output to $LOGDIR/NAME
+train() {
+  local name=$1 np=$2; shift 2
+  timeout 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1
+}
+# train_bg NAME NP ARGS... : same, in the background; sets PID
+train_bg() {
+  local name=$1 np=$2; shift 2
+  : >"$LOGDIR/$name" # truncated before wait_line can look at it
+  timeout 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1 &
+  PID=$!
+}
+digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$LOGDIR/$1" | tail -1; }
+log_of() { cat "$LOGDIR/$1"; }
+# wait_line NAME REGEX SECONDS : until the output has a matching line
+wait_line() {
+  local i
+  for ((i = 0; i < $3 * 20; i++)); do
+    grep -qE "$2" "$LOGDIR/$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# status_field JOB JQ-LIKE-KEY: crude JSON field pick for pids from ft-status
+smp_pid() { FT_JOB=$1 "$B/ft-status" --json | sed -n 's/.*"smp":{"pid":\([0-9]*\).*/\1/p'; }
+trainer_pid() {  # JOB INDEX
+  FT_JOB=$1 "$B/ft-status" --json | grep -o '"rank":[0-9]*,"pid":[0-9]*' |
+    sed -n "$(($2 + 1))s/.*\"pid\":\([0-9]*\)/\1/p"
+}
+expect_digest() {  # NAME WANT WHAT
+  local got; got=$(digest_of "$1")
+  [ -n "$got" ] || { log_of "$1" | tail -20; fail "$3: no digest"; }
+  [ "$got" = "$2" ] || { log_of "$1" | tail -20; fail "$3: digest $got, fault-free run gave $2"; }
+  note "$3: digest $got matches"
+}
