@@ -36,6 +36,8 @@ typedef struct ft__smp {
   ft__meta_t *meta; /* metadata found at start (NULL: none) */
   int nnodes, node; /* node = index in the sorted node order */
   int *order;       /* [nnodes] smp_comm rank of each sorted node */
+  char (*hosts)[FT_NAME_MAX]; /* [nnodes] host of each sorted node */
+  MPI_Comm gcomm;   /* this node's group, ranked by position */
   ft__groups_t groups;
   int k, m, group, pos, gsize;
   int layout_done;
@@ -92,14 +94,47 @@ typedef struct node_id {
   char host[FT_NAME_MAX];
   char domain[FT_JOB_MAX];
   int rank;
+  int stored_node; /* node index in this job's metadata, -1 without */
+  int stored_nnodes;
 } node_id_t;
 
 static int cmp_node(const void *a, const void *b) {
   const node_id_t *x = a, *y = b;
+  if (x->stored_node != y->stored_node)
+    return x->stored_node - y->stored_node;
   int d = strcmp(x->domain, y->domain);
   if (!d)
     d = strcmp(x->host, y->host);
   return d ? d : x->rank - y->rank;
+}
+
+/* A relaunch keeps the node order of the stored layout (ft-restore may have
+ * put a spare with another hostname in a lost node's place); a fresh job
+ * orders by failure domain and hostname.  Both at once is an error. */
+static int check_stored(smp_t *s, node_id_t *all) {
+  int with = 0;
+  unsigned char *seen = calloc((size_t)s->nnodes, 1);
+  if (!seen)
+    return FT_ENOMEM;
+  int rc = FT_OK;
+  for (int i = 0; i < s->nnodes; i++) {
+    if (all[i].stored_node < 0)
+      continue;
+    with++;
+    int n = all[i].stored_node;
+    if (all[i].stored_nnodes != s->nnodes || n >= s->nnodes || seen[n]++)
+      rc = FT_EMISMATCH;
+  }
+  free(seen);
+  if (rc == FT_OK && with != 0 && with != s->nnodes)
+    rc = FT_EMISMATCH;
+  if (rc)
+    snprintf(s->msg, sizeof(s->msg),
+             "%d of the %d nodes hold a store of job '%s' that does not fit "
+             "this launch (lost or extra nodes?): run ft-restore on these "
+             "nodes first, or use another --job",
+             with, s->nnodes, s->c->cfg.job);
+  return rc;
 }
 
 static int order_nodes(smp_t *s, const char ***domains_out) {
@@ -113,13 +148,21 @@ static int order_nodes(smp_t *s, const char ***domains_out) {
   snprintf(mine.host, sizeof(mine.host), "%s", c->host);
   snprintf(mine.domain, sizeof(mine.domain), "%s", c->cfg.failure_domain);
   MPI_Comm_rank(c->smp_comm, &mine.rank);
+  mine.stored_node = s->meta ? (int)s->meta->node : -1;
+  mine.stored_nnodes = s->meta ? (int)s->meta->nnodes : 0;
   int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
+  if (rc == FT_OK)
+    rc = check_stored(s, all);
   if (rc)
     return rc;
   qsort(all, (size_t)s->nnodes, sizeof(*all), cmp_node);
+  s->hosts = calloc((size_t)s->nnodes, FT_NAME_MAX);
+  if (!s->hosts)
+    return FT_ENOMEM;
   int any_domain = 0;
   for (int i = 0; i < s->nnodes; i++) {
     s->order[i] = all[i].rank;
+    memcpy(s->hosts[i], all[i].host, FT_NAME_MAX);
     if (all[i].rank == mine.rank)
       s->node = i;
     any_domain |= all[i].domain[0] != '\0';
@@ -153,6 +196,9 @@ static int form_groups(smp_t *s) {
   s->pos = s->groups.pos_of[s->node];
   s->gsize = s->groups.size[s->group];
   s->k = s->gsize - m;
+  if (MPI_Comm_split(s->c->smp_comm, s->group, s->pos, &s->gcomm) !=
+      MPI_SUCCESS)
+    return FT_EMPI;
   return FT_OK;
 }
 
@@ -365,6 +411,7 @@ static void fill_meta(smp_t *s, ft__meta_t *m) {
   m->group = (uint32_t)s->group, m->pos = (uint32_t)s->pos;
   m->group_size = (uint32_t)s->gsize;
   m->nlocal = (uint32_t)s->c->nlocal;
+  memcpy(m->hosts, s->hosts, (size_t)s->nnodes * FT_NAME_MAX);
   for (int i = 0; i < s->c->nlocal; i++) {
     const ft__ctl_rank_t *r = &s->ctl->rank[i];
     m->ranks[i].rank = r->app_rank;
@@ -372,6 +419,50 @@ static void fill_meta(smp_t *s, ft__meta_t *m) {
     m->ranks[i].region_bytes = r->region_bytes;
     memcpy(m->ranks[i].bufs, r->bufs, r->nbufs * sizeof(ft__buf_rec_t));
   }
+}
+
+/* Every member of the group keeps every member's metadata (collective over
+ * the group; a member with nothing to share sends zero bytes). */
+static int share_group_meta(smp_t *s, const ft__meta_t *m) {
+  uint8_t *mine = NULL, *all = NULL;
+  size_t len = 0;
+  int rc = m ? ft__meta_encode(m, &mine, &len) : FT_OK;
+  int n = s->gsize, ilen = (int)len;
+  int *lens = calloc((size_t)n, sizeof(int)), *displs = calloc((size_t)n, sizeof(int));
+  MPI_Request req;
+  int arc = lens && displs ? FT_OK : FT_ENOMEM;
+  if (arc == FT_OK && MPI_Iallgather(&ilen, 1, MPI_INT, lens, 1, MPI_INT,
+                                     s->gcomm, &req) == MPI_SUCCESS)
+    arc = wait_req(s, &req, "group metadata");
+  size_t total = 0;
+  for (int i = 0; arc == FT_OK && i < n; i++) {
+    displs[i] = (int)total;
+    total += (size_t)lens[i];
+  }
+  if (arc == FT_OK && !(all = malloc(total + 1)))
+    arc = FT_ENOMEM;
+  if (arc == FT_OK &&
+      MPI_Iallgatherv(mine, ilen, MPI_BYTE, all, lens, displs, MPI_BYTE,
+                      s->gcomm, &req) == MPI_SUCCESS)
+    arc = wait_req(s, &req, "group metadata");
+  int complete = arc == FT_OK;
+  for (int i = 0; complete && i < n; i++)
+    complete = lens[i] > 0;
+  if (rc == FT_OK && arc == FT_OK && complete) {
+    const uint8_t *parts[FT_MAX_CHUNKS];
+    size_t plens[FT_MAX_CHUNKS];
+    for (int i = 0; i < n && i < FT_MAX_CHUNKS; i++) {
+      parts[i] = all + displs[i];
+      plens[i] = (size_t)lens[i];
+    }
+    rc = ft__group_meta_write(s->c->dir, parts, plens, n, s->msg,
+                              sizeof(s->msg));
+  }
+  free(mine);
+  free(all);
+  free(lens);
+  free(displs);
+  return rc ? rc : arc;
 }
 
 static int do_layout(smp_t *s) {
@@ -386,6 +477,9 @@ static int do_layout(smp_t *s) {
     fill_meta(s, m);
     rc = ft__meta_write(s->c->dir, m, s->msg, sizeof(s->msg));
   }
+  int grc = share_group_meta(s, rc == FT_OK ? m : NULL);
+  if (rc == FT_OK)
+    rc = grc;
   free(m);
   ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding));
   s->ctl->layout_status = rc;

@@ -349,7 +349,8 @@ typedef struct rank_fixed {
 } rank_fixed_t;
 
 static size_t meta_size(const ft__meta_t *m) {
-  size_t n = sizeof(meta_fixed_t) + sizeof(uint64_t);
+  size_t n = sizeof(meta_fixed_t) + sizeof(uint64_t) +
+             (size_t)m->nnodes * FT_NAME_MAX;
   for (uint32_t r = 0; r < m->nlocal; r++)
     n += sizeof(rank_fixed_t) + m->ranks[r].nbufs * sizeof(ft__buf_rec_t);
   return n;
@@ -361,7 +362,7 @@ static void put(uint8_t **p, const void *src, size_t n) {
 }
 
 int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
-  if (m->nlocal > FT_MAX_LOCAL)
+  if (m->nlocal > FT_MAX_LOCAL || m->nnodes > FT_MAX_NODES)
     return FT_ERANGE;
   size_t n = meta_size(m);
   uint8_t *buf = calloc(1, n), *p = buf;
@@ -378,6 +379,7 @@ int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
   f.k = m->k, f.m = m->m, f.group = m->group, f.pos = m->pos;
   f.group_size = m->group_size, f.nlocal = m->nlocal;
   put(&p, &f, sizeof(f));
+  put(&p, m->hosts, (size_t)m->nnodes * FT_NAME_MAX);
   for (uint32_t r = 0; r < m->nlocal; r++) {
     rank_fixed_t rf = {m->ranks[r].rank, m->ranks[r].nbufs,
                        m->ranks[r].region_bytes};
@@ -419,7 +421,8 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
     return say(msg, msglen, FT_ECORRUPT, "%s: CRC mismatch", path);
   if (!str_ok(f.job, sizeof(f.job)) || !str_ok(f.host, sizeof(f.host)) ||
       f.nlocal > FT_MAX_LOCAL || f.k < 1 || f.k + f.m >= FT_MAX_CHUNKS ||
-      f.nnodes < 1 || f.node >= f.nnodes)
+      f.nnodes < 1 || f.nnodes > FT_MAX_NODES || f.node >= f.nnodes ||
+      (len - sizeof(f) - 8) / FT_NAME_MAX < f.nnodes)
     return say(msg, msglen, FT_ECORRUPT, "%s: fields out of range", path);
   memcpy(m->job, f.job, sizeof(m->job));
   memcpy(m->host, f.host, sizeof(m->host));
@@ -463,6 +466,12 @@ int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
   if (rc)
     return rc;
   const uint8_t *p = buf + sizeof(meta_fixed_t), *end = buf + len - 8;
+  memcpy(m->hosts, p, (size_t)m->nnodes * FT_NAME_MAX);
+  p += (size_t)m->nnodes * FT_NAME_MAX;
+  for (uint32_t h = 0; h < m->nnodes; h++)
+    if (!str_ok(m->hosts[h], FT_NAME_MAX))
+      return say(msg, msglen, FT_ECORRUPT, "%s: host name %u not terminated",
+                 path, h);
   for (uint32_t r = 0; r < m->nlocal; r++)
     if ((rc = decode_rank(&p, end, &m->ranks[r], path, msg, msglen)))
       return rc;
@@ -494,16 +503,12 @@ static int fsync_dir(const char *dir) {
   return rc;
 }
 
-int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
-                   size_t msglen) {
-  char tmp[FT_PATH_MAX + 16], final[FT_PATH_MAX + 16];
-  snprintf(tmp, sizeof(tmp), "%s/meta.tmp", dir);
-  snprintf(final, sizeof(final), "%s/meta", dir);
-  uint8_t *buf;
-  size_t len;
-  int rc = ft__meta_encode(m, &buf, &len);
-  if (rc)
-    return say(msg, msglen, rc, "%s: cannot encode metadata", final);
+int ft__store_write_file(const char *dir, const char *name, const void *buf,
+                         size_t len, char *msg, size_t msglen) {
+  char tmp[FT_PATH_MAX + 80], final[FT_PATH_MAX + 80];
+  snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
+  snprintf(final, sizeof(final), "%s/%s", dir, name);
+  int rc = FT_OK;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
     rc = say(msg, msglen, ft__from_errno(errno), "%s: write: %s", tmp,
@@ -514,28 +519,119 @@ int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
   }
   if (fd >= 0)
     close(fd);
+  return rc;
+}
+
+int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
+                   size_t msglen) {
+  uint8_t *buf;
+  size_t len;
+  int rc = ft__meta_encode(m, &buf, &len);
+  if (rc)
+    return say(msg, msglen, rc, "%s/meta: cannot encode metadata", dir);
+  rc = ft__store_write_file(dir, "meta", buf, len, msg, msglen);
   free(buf);
   return rc;
 }
 
-int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
-  char path[FT_PATH_MAX + 16];
-  snprintf(path, sizeof(path), "%s/meta", dir);
+int ft__store_read_file(const char *dir, const char *name, size_t max,
+                        uint8_t **buf, size_t *len, char *msg, size_t msglen) {
+  char path[FT_PATH_MAX + 80];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", path,
                strerror(errno));
   struct stat st;
-  int rc = FT_EIO;
-  uint8_t *buf = NULL;
-  if (fstat(fd, &st) == 0 && st.st_size <= (64 << 20) &&
-      (buf = malloc((size_t)st.st_size + 1)) != NULL &&
-      read(fd, buf, (size_t)st.st_size) == st.st_size)
-    rc = ft__meta_decode(buf, (size_t)st.st_size, m, path, msg, msglen);
-  else
-    say(msg, msglen, FT_EIO, "%s: cannot read", path);
-  free(buf);
+  int rc = FT_OK;
+  *buf = NULL;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size > max)
+    rc = say(msg, msglen, FT_ECORRUPT, "%s: unreadable or larger than %zu bytes",
+             path, max);
+  else if (!(*buf = malloc((size_t)st.st_size + 1)))
+    rc = FT_ENOMEM;
+  else if (read(fd, *buf, (size_t)st.st_size) != st.st_size)
+    rc = say(msg, msglen, FT_EIO, "%s: short read", path);
   close(fd);
+  if (rc) {
+    free(*buf);
+    *buf = NULL;
+  } else {
+    *len = (size_t)st.st_size;
+  }
+  return rc;
+}
+
+int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
+  uint8_t *buf;
+  size_t len;
+  int rc = ft__store_read_file(dir, "meta", 64u << 20, &buf, &len, msg, msglen);
+  if (rc)
+    return rc;
+  char path[FT_PATH_MAX + 16];
+  snprintf(path, sizeof(path), "%s/meta", dir);
+  rc = ft__meta_decode(buf, len, m, path, msg, msglen);
+  free(buf);
+  return rc;
+}
+
+/* group.meta: u32 count, then per member u64 length and its encoded meta,
+ * then a CRC64 of everything before. */
+int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
+                         const size_t *lens, int n, char *msg, size_t msglen) {
+  size_t total = 4 + 8;
+  for (int i = 0; i < n; i++)
+    total += 8 + lens[i];
+  uint8_t *buf = malloc(total), *p = buf;
+  if (!buf)
+    return FT_ENOMEM;
+  uint32_t cnt = (uint32_t)n;
+  put(&p, &cnt, 4);
+  for (int i = 0; i < n; i++) {
+    uint64_t l = lens[i];
+    put(&p, &l, 8);
+    put(&p, parts[i], lens[i]);
+  }
+  uint64_t crc = ft__crc64(0, buf, (size_t)(p - buf));
+  put(&p, &crc, 8);
+  int rc = ft__store_write_file(dir, "group.meta", buf, total, msg, msglen);
+  free(buf);
+  return rc;
+}
+
+int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
+                        size_t msglen) {
+  uint8_t *buf;
+  size_t len;
+  char path[FT_PATH_MAX + 16];
+  snprintf(path, sizeof(path), "%s/group.meta", dir);
+  int rc = ft__store_read_file(dir, "group.meta", 1u << 30, &buf, &len, msg,
+                               msglen);
+  if (rc)
+    return rc;
+  uint32_t cnt = 0;
+  uint64_t crc = 0;
+  if (len < 12 || (memcpy(&crc, buf + len - 8, 8),
+                   ft__crc64(0, buf, len - 8) != crc)) {
+    free(buf);
+    return say(msg, msglen, FT_ECORRUPT, "%s: truncated or CRC mismatch", path);
+  }
+  memcpy(&cnt, buf, 4);
+  const uint8_t *p = buf + 4, *end = buf + len - 8;
+  rc = say(msg, msglen, FT_ECORRUPT, "%s: no member %d", path, pos);
+  for (uint32_t i = 0; i < cnt && (size_t)(end - p) >= 8; i++) {
+    uint64_t l;
+    memcpy(&l, p, 8);
+    p += 8;
+    if (l > (size_t)(end - p))
+      break;
+    if ((int)i == pos) {
+      rc = ft__meta_decode(p, (size_t)l, m, path, msg, msglen);
+      break;
+    }
+    p += l;
+  }
+  free(buf);
   return rc;
 }
 

@@ -28,6 +28,7 @@
 #define FT_NAME_MAX 64
 #define FT_SLOT_HDR_BYTES 4096
 #define FT_NSLOTS 2
+#define FT_MAX_NODES 4096 /* nodes of a job */
 
 typedef enum {
   FT_SLOT_EMPTY = 0,
@@ -152,6 +153,7 @@ typedef struct ft__meta {
   uint32_t nlocal;
   char host[FT_NAME_MAX];
   ft__rank_rec_t ranks[FT_MAX_LOCAL];
+  char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */
 } ft__meta_t;
 
 /* Serialise to a malloc'ed buffer (*out, *len).  */
@@ -164,6 +166,23 @@ int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
                    size_t msglen);
 /* FT_ENOENT when there is none. */
 int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen);
+
+/* Atomic replacement of dir/name by len bytes: temp file, fsync, rename,
+ * fsync of the directory (redis rdbSave). */
+int ft__store_write_file(const char *dir, const char *name, const void *buf,
+                         size_t len, char *msg, size_t msglen);
+/* Read a whole file of at most max bytes into a malloc'ed buffer. */
+int ft__store_read_file(const char *dir, const char *name, size_t max,
+                        uint8_t **buf, size_t *len, char *msg, size_t msglen);
+
+/* group.meta: the metadata of every member of this node's group (each as
+ * ft__meta_encode wrote it), so that the survivors can describe a lost
+ * member to its replacement. */
+int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
+                         const size_t *lens, int n, char *msg, size_t msglen);
+/* Read member pos (0-based) of dir/group.meta into m. */
+int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
+                        size_t msglen);
 
 /* mkdir -p of dir (mode 0700). */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
