@@ -1,0 +1,111 @@
+/*
+ * ft-restore: rebuild the stores of lost nodes from the survivors (DESIGN.md
+ * section 6).  Launched with one MPI rank per node of the new node set:
+ *
+ *   mpirun --map-by ppr:1:node ft-restore [--job NAME] [--mode replace|shrink]
+ *          [--dry-run] [--json] [--verify [--verify-losses]]
+ *
+ * Exit status: 0 restored or nothing to do, 3 unrecoverable (too many
+ * losses; nothing changed), 2 usage, 1 any other error.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recovery/rebuild.h"
+#include "recovery/survey.h"
+#include "recovery/verify.h"
+#include "runtime/error.h"
+
+static void usage(FILE *f) {
+  fputs(
+      "usage: mpirun --map-by ppr:1:node ft-restore [options]\n"
+      "Rebuild the in-memory stores of lost nodes from the survivors, then\n"
+      "relaunch the job: ft_restore() resumes from the restored step.\n"
+      "One rank per node: the survivors and, in replace mode, spare nodes.\n"
+      "  --job NAME          job name (default: FT_JOB, else 'ftrt')\n"
+      "  --mode replace      put each lost node's data on a spare (default)\n"
+      "  --mode shrink       spread it over the survivors (not built yet)\n"
+      "  --dry-run           print the plan, change nothing\n"
+      "  --json              print the summary as one JSON object\n"
+      "  --verify            check every stripe (parity recomputed equals\n"
+      "                      parity held), change nothing\n"
+      "  --verify-losses     with --verify: decode every loss set of at most\n"
+      "                      m nodes and compare with the real bytes\n"
+      "  --quiet             no progress lines\n"
+      "Environment: FT_STORE_ROOT, FT_JOB, FT_PIECE_SIZE, FT_FAULT=restore,\n"
+      "FT_VIRTUAL_NODE_RANKS (rank N then serves virtual node N).\n"
+      "Exit: 0 restored or nothing to do, 3 too many losses (nothing\n"
+      "changed), 2 usage, 1 any other error.\n",
+      f);
+}
+
+static int parse(int argc, char **argv, ft__restore_t *r) {
+  static const struct option opts[] = {
+      {"job", required_argument, 0, 'j'},   {"mode", required_argument, 0, 'm'},
+      {"dry-run", no_argument, 0, 'n'},     {"json", no_argument, 0, 'J'},
+      {"verify", no_argument, 0, 'v'},      {"verify-losses", no_argument, 0, 'L'},
+      {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'j':
+      if (!ft__valid_job(optarg))
+        return fprintf(stderr, "ft-restore: bad job name '%s'\n", optarg), 2;
+      snprintf(r->cfg.job, sizeof(r->cfg.job), "%s", optarg);
+      break;
+    case 'm':
+      if (strcmp(optarg, "replace") && strcmp(optarg, "shrink"))
+        return fprintf(stderr, "ft-restore: --mode replace|shrink\n"), 2;
+      r->opts.mode = strcmp(optarg, "shrink") ? FT_RESTORE_REPLACE
+                                              : FT_RESTORE_SHRINK;
+      break;
+    case 'n': r->opts.dry_run = 1; break;
+    case 'J': r->opts.json = 1; break;
+    case 'v': r->opts.verify = 1; break;
+    case 'L': r->opts.verify_losses = 1; break;
+    case 'q': r->opts.quiet = 1; break;
+    case 'h': usage(stdout); return -1;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind != argc || (r->opts.verify_losses && !r->opts.verify)) {
+    usage(stderr);
+    return 2;
+  }
+  return 0;
+}
+
+static int exit_code(int rc) {
+  return rc == FT_OK ? 0 : rc == FT_ETOOMANY ? 3 : 1;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  static ft__restore_t r;
+  r.comm = MPI_COMM_WORLD;
+  MPI_Comm_rank(r.comm, &r.rank);
+  MPI_Comm_size(r.comm, &r.size);
+  char msg[512];
+  if (ft__config_load(&r.cfg, ft__config_env, NULL, msg, sizeof(msg))) {
+    if (r.rank == 0)
+      fprintf(stderr, "ft-restore: %s\n", msg);
+    MPI_Finalize();
+    return 2;
+  }
+  int prc = parse(argc, argv, &r);
+  if (prc) {
+    MPI_Finalize();
+    return prc < 0 ? 0 : prc;
+  }
+  gethostname(r.host, sizeof(r.host) - 1);
+  ft__fault_parse(&r.fault, r.cfg.fault);
+  ft__store_dir(&r.cfg, r.cfg.vnode_ranks ? r.rank : -1, r.dir, sizeof(r.dir));
+  int rc = ft__restore_run(&r);
+  ft__restore_report(&r, rc);
+  MPI_Finalize();
+  return exit_code(rc);
+}

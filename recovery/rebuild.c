@@ -1,0 +1,464 @@
+/*
+ * The rebuild: a task list computed identically on every rank (one task per
+ * erased chunk of every stripe), walked in the same order by all, so each
+ * rank knows when it is a source, when it is the owner that decodes, and
+ * when it has nothing to do.  Sources send their chunk in pieces straight
+ * from their slot; the owner decodes each piece into its own slot, so no
+ * chunk is ever staged whole.
+ *
+ * The owner of an erased chunk is the spare that replaces a lost node, or,
+ * for a chunk that failed its CRC, the node that holds it.  Decode uses the
+ * first k healthy chunks of the stripe and marks the other m as erased, so
+ * the codec always solves with exactly k known chunks.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ec/codec.h"
+#include "recovery/survey.h"
+#include "runtime/ctl.h"
+#include "runtime/error.h"
+
+static int say(ft__restore_t *r, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int say(ft__restore_t *r, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+static int kg(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
+
+/* Node holding role `role` of stripe s in group g. */
+static int node_at(const ft__restore_t *r, int g, int s, int role) {
+  int n = r->gsize[g], k = kg(r, g);
+  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
+                     : ft__layout_parity_pos(n, r->m, s, role - k);
+  return r->members[g][pos];
+}
+
+/* ---- plan ---- */
+
+/* Spare rank replacing each lost node (-1 where none), in node order. */
+static int assign_spares(ft__restore_t *r, int *spare_of) {
+  int next = 0;
+  for (int node = 0; node < r->nnodes; node++) {
+    spare_of[node] = -1;
+    if (r->rank_of_node[node] >= 0)
+      continue;
+    r->nlost++;
+    while (next < r->size &&
+           (r->all[next].has_meta || r->all[next].err))
+      next++;
+    if (next < r->size)
+      spare_of[node] = next++;
+  }
+  return FT_OK;
+}
+
+static void lost_list(const ft__restore_t *r, int g, char *out, size_t len) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (int p = 0; p < r->gsize[g] && n < len; p++) {
+    int node = r->members[g][p];
+    if (r->rank_of_node[node] < 0)
+      n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "",
+                            r->hosts[node]);
+  }
+}
+
+/* Every stripe must have at least k usable chunks. */
+static int check_recoverable(ft__restore_t *r) {
+  for (int g = 0; g < r->ngroups; g++) {
+    int n = r->gsize[g];
+    for (int s = 0; s < n; s++) {
+      int erased = 0;
+      for (int role = 0; role < n; role++)
+        erased += ft__chunk_bad(r, node_at(r, g, s, role), role);
+      if (erased <= r->m)
+        continue;
+      char lost[512];
+      lost_list(r, g, lost, sizeof(lost));
+      return say(r, FT_ETOOMANY,
+                 "group %d lost %d chunks of stripe %d but m=%d: lost hosts "
+                 "[%s]; version %llu (step %llu) cannot be rebuilt; nothing "
+                 "was changed",
+                 g, erased, s, r->m, lost, (unsigned long long)r->version,
+                 (unsigned long long)r->step);
+    }
+  }
+  return FT_OK;
+}
+
+static int count_corrupt(ft__restore_t *r) {
+  int n = 0;
+  for (int node = 0; node < r->nnodes; node++) {
+    int rank = r->rank_of_node[node];
+    for (int c = 0; rank >= 0 && c < FT_MAX_CHUNKS; c++)
+      n += r->bad[(size_t)rank * FT_MAX_CHUNKS + (size_t)c];
+  }
+  return n;
+}
+
+/* ---- spares ---- */
+
+/* A survivor of the lost node's group hands the spare that node's tables. */
+static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
+  int g = r->group_of[node], from = -1;
+  for (int p = 0; p < r->gsize[g] && from < 0; p++)
+    from = r->rank_of_node[r->members[g][p]];
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  int rc = FT_OK;
+  char msg[256];
+  if (r->rank == from) {
+    rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
+    if (rc == FT_OK)
+      rc = ft__meta_encode(out, &buf, &len);
+    uint64_t l = rc == FT_OK ? len : 0;
+    MPI_Send(&l, 1, MPI_UINT64_T, spare, 1, r->comm);
+    if (l)
+      MPI_Send(buf, (int)l, MPI_BYTE, spare, 2, r->comm);
+  } else if (r->rank == spare) {
+    uint64_t l = 0;
+    MPI_Recv(&l, 1, MPI_UINT64_T, from, 1, r->comm, MPI_STATUS_IGNORE);
+    if (l && (buf = malloc(l))) {
+      MPI_Recv(buf, (int)l, MPI_BYTE, from, 2, r->comm, MPI_STATUS_IGNORE);
+      rc = ft__meta_decode(buf, l, out, "group.meta", msg, sizeof(msg));
+    } else {
+      rc = FT_ECORRUPT;
+    }
+  }
+  free(buf);
+  return rc;
+}
+
+/* The spare's slot for the version, shaped as the lost node's was. */
+static int shape_spare(ft__restore_t *r, const ft__meta_t *m, int g) {
+  uint64_t bytes[FT_MAX_LOCAL];
+  for (uint32_t i = 0; i < m->nlocal && i < FT_MAX_LOCAL; i++)
+    bytes[i] = m->ranks[i].region_bytes;
+  ft__slot_geom_t geom;
+  int rc = ft__slot_geom_local(&geom, m->nlocal, bytes);
+  if (rc == FT_OK)
+    rc = ft__slot_geom_code(&geom, (uint32_t)kg(r, g), (uint32_t)r->m,
+                            r->chunk_of_group[g]);
+  char msg[512] = "";
+  if (rc == FT_OK)
+    rc = ft__store_mkdir(r->dir, msg, sizeof(msg));
+  int idx = (int)(r->version % FT_NSLOTS);
+  if (rc == FT_OK)
+    rc = ft__slot_create(&r->slot[idx], r->dir, idx, r->cfg.job, &geom, msg,
+                         sizeof(msg));
+  if (rc == FT_OK) {
+    ft__slot_begin(&r->slot[idx], r->version, r->step, r->epoch + 1);
+    r->my_slot = idx;
+  } else {
+    say(r, rc, "%s: cannot prepare the spare's store: %s", r->host, msg);
+  }
+  return rc;
+}
+
+/* ---- one erased chunk ---- */
+
+typedef struct task {
+  int g, s, role, owner;    /* owner: rank that decodes */
+  int src_role[FT_MAX_CHUNKS], src_rank[FT_MAX_CHUNKS];
+} task_t;
+
+static void sources(const ft__restore_t *r, task_t *t) {
+  int n = r->gsize[t->g], k = kg(r, t->g), got = 0;
+  for (int role = 0; role < n && got < k; role++) {
+    int node = node_at(r, t->g, t->s, role);
+    if (ft__chunk_bad(r, node, role))
+      continue;
+    t->src_role[got] = role;
+    t->src_rank[got++] = r->rank_of_node[node];
+  }
+}
+
+static int send_chunk(ft__restore_t *r, const task_t *t, int i) {
+  const ft__slot_t *sl = &r->slot[r->my_slot];
+  const uint8_t *src = ft__slot_chunk(sl, (uint32_t)t->src_role[i]);
+  size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
+  for (size_t off = 0; off < chunk; off += piece) {
+    size_t len = chunk - off < piece ? chunk - off : piece;
+    if (MPI_Send(src + off, (int)len, MPI_BYTE, t->owner, 3, r->comm) !=
+        MPI_SUCCESS)
+      return FT_EMPI;
+  }
+  return FT_OK;
+}
+
+/* Decode piece by piece: chunks[] points at received pieces for the
+ * sources, at the slot for the wanted chunk, at scratch for the rest. */
+static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
+                        uint8_t *bufs) {
+  int n = r->gsize[t->g], k = kg(r, t->g);
+  size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
+  uint8_t *dst = ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->role);
+  int erased[FT_MAX_CHUNKS], ne = 0, is_src[FT_MAX_CHUNKS] = {0};
+  uint8_t *chunks[FT_MAX_CHUNKS];
+  for (int i = 0; i < k; i++)
+    is_src[t->src_role[i]] = i + 1;
+  for (int role = 0; role < n; role++)
+    if (!is_src[role])
+      erased[ne++] = role;
+  MPI_Request req[FT_MAX_CHUNKS];
+  int rc = FT_OK;
+  for (size_t off = 0; off < chunk && rc == FT_OK; off += piece) {
+    size_t len = chunk - off < piece ? chunk - off : piece;
+    for (int role = 0; role < n; role++)
+      chunks[role] = bufs + (size_t)role * piece;
+    chunks[t->role] = dst + off;
+    for (int i = 0; i < k; i++)
+      MPI_Irecv(chunks[t->src_role[i]], (int)len, MPI_BYTE, t->src_rank[i], 3,
+                r->comm, &req[i]);
+    if (MPI_Waitall(k, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      return FT_EMPI;
+    rc = ft__codec_decode(codec, len, chunks, erased, ne);
+    if (off >= chunk / 2 && off < chunk / 2 + piece)
+      ft__fault_point(&r->fault, "restore", r->rank, r->host);
+  }
+  return rc;
+}
+
+static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs) {
+  sources(r, t);
+  for (int i = 0; i < kg(r, t->g); i++)
+    if (t->src_rank[i] == r->rank)
+      return send_chunk(r, t, i);
+  if (t->owner != r->rank)
+    return FT_OK;
+  ft__codec_t *codec;
+  int rc = ft__codec_create(kg(r, t->g), r->m, &codec);
+  if (rc == FT_OK)
+    rc = decode_chunk(r, t, codec, bufs);
+  ft__codec_destroy(codec);
+  return rc;
+}
+
+static int owner_of(const ft__restore_t *r, int node, const int *spare_of) {
+  int rank = r->rank_of_node[node];
+  return rank >= 0 ? rank : spare_of[node];
+}
+
+static void progress(const ft__restore_t *r, const task_t *t, int node,
+                     int done, int total) {
+  if (r->rank != 0 || r->opts.quiet || r->opts.json)
+    return;
+  printf("ft-restore: [%d/%d] group %d stripe %d: %s chunk %d of %s -> %s\n",
+         done, total, t->g, t->s,
+         t->role < kg(r, t->g) ? "data" : "parity",
+         t->role < kg(r, t->g) ? t->role : t->role - kg(r, t->g),
+         r->hosts[node], r->all[t->owner].host);
+  fflush(stdout);
+}
+
+static int count_tasks(const ft__restore_t *r) {
+  int total = 0;
+  for (int g = 0; g < r->ngroups; g++)
+    for (int s = 0; s < r->gsize[g]; s++)
+      for (int role = 0; role < r->gsize[g]; role++)
+        total += ft__chunk_bad(r, node_at(r, g, s, role), role);
+  return total;
+}
+
+static int rebuild_all(ft__restore_t *r, const int *spare_of) {
+  int widest = 0;
+  for (int g = 0; g < r->ngroups; g++)
+    widest = r->gsize[g] > widest ? r->gsize[g] : widest;
+  uint8_t *bufs = malloc((size_t)widest * r->cfg.piece_bytes);
+  if (!bufs)
+    return FT_ENOMEM;
+  int rc = FT_OK, done = 0, total = count_tasks(r);
+  for (int g = 0; g < r->ngroups && rc == FT_OK; g++)
+    for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
+      for (int role = 0; role < r->gsize[g] && rc == FT_OK; role++) {
+        int node = node_at(r, g, s, role);
+        if (!ft__chunk_bad(r, node, role))
+          continue;
+        task_t t = {.g = g, .s = s, .role = role,
+                    .owner = owner_of(r, node, spare_of)};
+        progress(r, &t, node, ++done, total);
+        rc = run_task(r, &t, bufs);
+        r->bytes_rebuilt += r->chunk_of_group[g];
+      }
+  free(bufs);
+  return rc;
+}
+
+/* ---- finishing ---- */
+
+/* A survivor's repaired chunk must match the CRC it had when written. */
+static int seal(ft__restore_t *r, int spare) {
+  if (r->my_slot < 0)
+    return FT_OK;
+  ft__slot_t *sl = &r->slot[r->my_slot];
+  if (spare) {
+    ft__slot_seal_data(sl);
+    ft__slot_seal_parity(sl);
+    ft__slot_set_state(sl, FT_SLOT_COMMITTED);
+    return FT_OK;
+  }
+  char msg[512];
+  int rc = ft__slot_verify(sl, 0, sl->hdr->k + sl->hdr->m, msg, sizeof(msg));
+  if (rc)
+    say(r, rc, "after repair: %s", msg);
+  return rc;
+}
+
+static void rename_hosts(ft__restore_t *r, ft__meta_t *m, const int *spare_of) {
+  m->epoch = r->epoch + 1;
+  for (int node = 0; node < r->nnodes; node++)
+    if (spare_of[node] >= 0)
+      snprintf(m->hosts[node], FT_NAME_MAX, "%s", r->all[spare_of[node]].host);
+  snprintf(m->host, sizeof(m->host), "%s", r->host);
+}
+
+static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
+                       int pos) {
+  MPI_Comm gc;
+  MPI_Comm_split(r->comm, group >= 0 ? group : MPI_UNDEFINED, pos, &gc);
+  if (gc == MPI_COMM_NULL)
+    return FT_OK;
+  uint8_t *mine = NULL, *all = NULL;
+  size_t len = 0;
+  int n, rc = ft__meta_encode(m, &mine, &len), ilen = (int)len;
+  MPI_Comm_size(gc, &n);
+  int lens[FT_MAX_CHUNKS], displs[FT_MAX_CHUNKS];
+  MPI_Allgather(&ilen, 1, MPI_INT, lens, 1, MPI_INT, gc);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    displs[i] = (int)total;
+    total += (size_t)lens[i];
+  }
+  all = malloc(total + 1);
+  MPI_Allgatherv(mine, ilen, MPI_BYTE, all, lens, displs, MPI_BYTE, gc);
+  const uint8_t *parts[FT_MAX_CHUNKS];
+  size_t plens[FT_MAX_CHUNKS];
+  for (int i = 0; i < n; i++) {
+    parts[i] = all + displs[i];
+    plens[i] = (size_t)lens[i];
+  }
+  char msg[512];
+  if (rc == FT_OK && all)
+    rc = ft__group_meta_write(r->dir, parts, plens, n, msg, sizeof(msg));
+  free(mine);
+  free(all);
+  MPI_Comm_free(&gc);
+  return rc;
+}
+
+/* New epoch everywhere: spares first, then survivors, then group tables. */
+static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
+                       const int *spare_of) {
+  ft__meta_t *m = r->meta;
+  int node = -1;
+  for (int i = 0; i < r->nnodes; i++)
+    if (spare_of[i] == r->rank)
+      node = i, m = spare_meta;
+  int member = node >= 0 || r->all[r->rank].has_meta;
+  char msg[512] = "";
+  int rc = FT_OK;
+  if (member)
+    rename_hosts(r, m, spare_of);
+  if (node >= 0)
+    rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
+  MPI_Barrier(r->comm);
+  if (node < 0 && member)
+    rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
+  int grc = share_group(r, m, member ? (int)m->group : -1,
+                        member ? (int)m->pos : 0);
+  if (rc)
+    say(r, rc, "%s", msg);
+  return rc ? rc : grc;
+}
+
+static int agree(ft__restore_t *r, int rc) {
+  int out = rc;
+  MPI_Allreduce(&rc, &out, 1, MPI_INT, MPI_MIN, r->comm);
+  return out;
+}
+
+/* Everyone learns the reason from the lowest rank that has one. */
+static int agree_msg(ft__restore_t *r, int rc) {
+  int agreed = agree(r, rc);
+  if (agreed == FT_OK)
+    return FT_OK;
+  int who = rc != FT_OK && r->msg[0] ? r->rank : r->size, first;
+  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, r->comm);
+  if (first < r->size)
+    MPI_Bcast(r->msg, sizeof(r->msg), MPI_CHAR, first, r->comm);
+  return agreed;
+}
+
+static void print_plan(const ft__restore_t *r, const int *spare_of) {
+  if (r->rank != 0 || r->opts.json)
+    return;
+  printf("ft-restore: job %s, %d nodes, m=%d, layout epoch %llu, version %llu "
+         "(step %llu)\n",
+         r->cfg.job, r->nnodes, r->m, (unsigned long long)r->epoch,
+         (unsigned long long)r->version, (unsigned long long)r->step);
+  for (int node = 0; node < r->nnodes; node++)
+    if (r->rank_of_node[node] < 0)
+      printf("ft-restore: lost node %d (%s, group %d position %d) -> %s\n",
+             node, r->hosts[node], r->group_of[node], r->pos_of[node],
+             spare_of[node] >= 0 ? r->all[spare_of[node]].host : "(no spare)");
+  if (r->ncorrupt)
+    printf("ft-restore: %d chunk(s) failed their CRC and will be rebuilt\n",
+           r->ncorrupt);
+  printf("ft-restore: %d chunk(s) to rebuild, %.1f MiB\n", count_tasks(r),
+         (double)count_tasks(r) * (double)r->chunk_of_group[0] / 1048576.0);
+  fflush(stdout);
+}
+
+int ft__rebuild(ft__restore_t *r) {
+  int *spare_of = calloc((size_t)r->nnodes, sizeof(int));
+  ft__meta_t *spare_meta = calloc(1, sizeof(*spare_meta));
+  if (!spare_of || !spare_meta)
+    return FT_ENOMEM;
+  assign_spares(r, spare_of);
+  r->ncorrupt = count_corrupt(r);
+  int rc = check_recoverable(r);
+  for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
+    if (r->rank_of_node[node] < 0 && spare_of[node] < 0)
+      rc = say(r, r->opts.mode == FT_RESTORE_SHRINK ? FT_ENOTSUP : FT_EINVAL,
+               r->opts.mode == FT_RESTORE_SHRINK
+                   ? "--mode shrink is not built yet: give a spare node for "
+                     "each lost node and use --mode replace"
+                   : "replace mode needs %d spare node(s) (nodes without a "
+                     "store of this job), this launch has fewer",
+               r->nlost);
+  print_plan(r, spare_of);
+  if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt))
+    goto out;
+  double t0 = MPI_Wtime();
+  for (int node = 0; rc == FT_OK && node < r->nnodes; node++) {
+    if (spare_of[node] < 0)
+      continue;
+    int lrc = send_meta(r, node, spare_of[node], spare_meta);
+    if (lrc == FT_OK && r->rank == spare_of[node])
+      lrc = shape_spare(r, spare_meta, r->group_of[node]);
+    rc = agree_msg(r, lrc);
+  }
+  if (rc == FT_OK)
+    rc = agree_msg(r, rebuild_all(r, spare_of));
+  int is_spare = 0;
+  for (int node = 0; node < r->nnodes; node++)
+    is_spare |= spare_of[node] == r->rank;
+  if (rc == FT_OK)
+    rc = agree_msg(r, seal(r, is_spare));
+  if (rc == FT_OK)
+    rc = agree_msg(r, write_epoch(r, spare_meta, spare_of));
+  r->seconds = MPI_Wtime() - t0;
+out:
+  free(spare_of);
+  free(spare_meta);
+  return rc;
+}

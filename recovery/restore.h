@@ -1,0 +1,90 @@
+/*
+ * ft-restore's engine (DESIGN.md section 6).  One MPI rank per node of the
+ * new node set (survivors, plus spares in replace mode) surveys its local
+ * store; together they agree on the layout and on the newest version every
+ * survivor holds committed, find the lost nodes and the corrupted chunks,
+ * decode what is missing from the survivors with ISA-L, place it, recompute
+ * lost parity, and write a new layout epoch.
+ *
+ * Nothing is changed before the whole plan is known to be recoverable: more
+ * than m erasures in any stripe is refused (FT_ETOOMANY) with the survivors'
+ * stores untouched.  Spares receive their metadata last (atomically), so a
+ * restore killed half-way leaves stores that a second run completes.
+ */
+#ifndef FT_RECOVERY_RESTORE_H
+#define FT_RECOVERY_RESTORE_H
+
+#include <mpi.h>
+
+#include "ftrt.h"
+#include <stdint.h>
+
+#include "ec/layout.h"
+#include "runtime/config.h"
+#include "runtime/fault.h"
+#include "snapshot/store.h"
+
+#define FT_RESTORE_MAX_GROUP 256
+
+/* What one rank found in its store; allgathered. */
+typedef struct ft__rnode {
+  int32_t has_meta, node, nnodes, k, m, group, pos, gsize;
+  uint64_t epoch;
+  uint64_t version[FT_NSLOTS], step[FT_NSLOTS], chunk[FT_NSLOTS];
+  uint32_t state[FT_NSLOTS];
+  int32_t slot_ok[FT_NSLOTS];
+  int32_t err; /* a store that exists but cannot be read */
+  int16_t members[FT_RESTORE_MAX_GROUP]; /* node of each group position */
+  char host[FT_NAME_MAX];
+  char err_msg[256];
+} ft__rnode_t;
+
+typedef enum { FT_RESTORE_REPLACE = 0, FT_RESTORE_SHRINK = 1 } ft__rmode_t;
+
+typedef struct ft__restore_opts {
+  ft__rmode_t mode;
+  int dry_run;
+  int verify;        /* check every stripe instead of restoring */
+  int verify_losses; /* with verify: decode every loss set of <= m nodes */
+  int json;
+  int quiet;
+} ft__restore_opts_t;
+
+typedef struct ft__restore {
+  MPI_Comm comm;
+  int rank, size;
+  ft__config_t cfg;
+  ft__restore_opts_t opts;
+  ft__fault_t fault;
+  char dir[FT_PATH_MAX];
+  char host[FT_NAME_MAX];
+  ft__meta_t *meta; /* this rank's metadata, when it has one */
+  ft__slot_t slot[FT_NSLOTS];
+  ft__rnode_t *all; /* [size] */
+  /* agreed */
+  int nnodes, k, m, ngroups;
+  uint64_t epoch, version, step;
+  int *rank_of_node;         /* [nnodes] rank holding the node, -1 lost */
+  int *group_of, *pos_of;    /* [nnodes] */
+  int *gsize;                /* [ngroups] */
+  int (*members)[FT_RESTORE_MAX_GROUP]; /* [ngroups][pos] node */
+  char (*hosts)[FT_NAME_MAX];           /* [nnodes] host of each node */
+  uint64_t chunk_of_group[FT_RESTORE_MAX_GROUP];
+  unsigned char *bad;        /* [size][FT_MAX_CHUNKS] chunk CRC failures */
+  int my_slot;               /* slot of this rank holding the version */
+  /* results */
+  int nlost, ncorrupt;
+  uint64_t bytes_rebuilt;
+  double seconds;
+  char msg[1024];
+} ft__restore_t;
+
+/* Survey, agree, plan, then restore or verify.  Collective over comm.
+ * Returns FT_OK, FT_ETOOMANY (exit 3) or another error, the same on every
+ * rank; r->msg holds the reason on rank 0. */
+int ft__restore_run(ft__restore_t *r);
+
+/* Print the summary (rank 0). */
+void ft__restore_report(const ft__restore_t *r, int status);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * The survey: every rank reads its own store, the summaries are allgathered
+ * and every rank derives the same picture from them: the stored layout
+ * (nodes, groups, positions, hosts), which nodes are lost, which ranks are
+ * spares, the version to restore (the newest one every survivor holds at
+ * least ENCODED) and which chunks of it fail their CRC.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recovery/survey.h"
+#include "runtime/error.h"
+
+static int say(ft__restore_t *r, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int say(ft__restore_t *r, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+static void read_members(ft__restore_t *r, ft__rnode_t *me) {
+  ft__meta_t *tmp = malloc(sizeof(*tmp));
+  char msg[256];
+  for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
+    me->members[p] = -1;
+  me->members[me->pos] = (int16_t)me->node;
+  for (int p = 0; tmp && p < me->gsize && p < FT_RESTORE_MAX_GROUP; p++)
+    if (ft__group_meta_read(r->dir, p, tmp, msg, sizeof(msg)) == FT_OK)
+      me->members[p] = (int16_t)tmp->node;
+  free(tmp);
+}
+
+static void read_local(ft__restore_t *r, ft__rnode_t *me) {
+  memset(me, 0, sizeof(*me));
+  snprintf(me->host, sizeof(me->host), "%s", r->host);
+  r->meta = calloc(1, sizeof(*r->meta));
+  int rc = r->meta ? ft__meta_read(r->dir, r->meta, me->err_msg,
+                                   sizeof(me->err_msg))
+                   : FT_ENOMEM;
+  if (rc == FT_OK) {
+    me->has_meta = 1;
+    me->node = (int32_t)r->meta->node;
+    me->nnodes = (int32_t)r->meta->nnodes;
+    me->k = (int32_t)r->meta->k;
+    me->m = (int32_t)r->meta->m;
+    me->group = (int32_t)r->meta->group;
+    me->pos = (int32_t)r->meta->pos;
+    me->gsize = (int32_t)r->meta->group_size;
+    me->epoch = r->meta->epoch;
+    read_members(r, me);
+  } else if (rc != FT_ENOENT) {
+    me->err = rc;
+  }
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    char msg[256];
+    r->slot[i].fd = -1;
+    if (ft__slot_open(&r->slot[i], r->dir, i, r->cfg.job, msg, sizeof(msg)))
+      continue;
+    me->slot_ok[i] = 1;
+    me->version[i] = r->slot[i].hdr->version;
+    me->step[i] = r->slot[i].hdr->step;
+    me->chunk[i] = r->slot[i].hdr->chunk_bytes;
+    me->state[i] = ft__slot_state(&r->slot[i]);
+  }
+}
+
+/* Every stored metadata must describe the same job layout. */
+static int check_layout(ft__restore_t *r) {
+  int first = -1;
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    if (n->err)
+      return say(r, n->err, "%s: %s", n->host, n->err_msg);
+    if (!n->has_meta)
+      continue;
+    if (first < 0)
+      first = i;
+    const ft__rnode_t *f = &r->all[first];
+    if (n->nnodes != f->nnodes || n->m != f->m)
+      return say(r, FT_EMISMATCH,
+                 "%s and %s hold stores of different layouts (%d nodes m=%d "
+                 "vs %d nodes m=%d)",
+                 f->host, n->host, f->nnodes, f->m, n->nnodes, n->m);
+    if (n->epoch > r->epoch)
+      r->epoch = n->epoch;
+  }
+  if (first < 0)
+    return say(r, FT_ENOENT, "no node holds a store of job '%s' under %s",
+               r->cfg.job, r->cfg.store_root);
+  r->nnodes = r->all[first].nnodes;
+  r->m = r->all[first].m;
+  return FT_OK;
+}
+
+static int alloc_layout(ft__restore_t *r) {
+  int n = r->nnodes;
+  r->rank_of_node = malloc((size_t)n * sizeof(int));
+  r->group_of = malloc((size_t)n * sizeof(int));
+  r->pos_of = malloc((size_t)n * sizeof(int));
+  r->gsize = calloc((size_t)n, sizeof(int));
+  r->members = calloc((size_t)n, sizeof(*r->members));
+  r->hosts = calloc((size_t)n, FT_NAME_MAX);
+  if (!r->rank_of_node || !r->group_of || !r->pos_of || !r->gsize ||
+      !r->members || !r->hosts)
+    return FT_ENOMEM;
+  for (int i = 0; i < n; i++)
+    r->rank_of_node[i] = r->group_of[i] = r->pos_of[i] = -1;
+  return FT_OK;
+}
+
+/* Place every node named by a survivor's group table into its group. */
+static int map_nodes(ft__restore_t *r) {
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    if (!n->has_meta)
+      continue;
+    if (n->node < 0 || n->node >= r->nnodes || r->rank_of_node[n->node] >= 0)
+      return say(r, FT_EMISMATCH, "two nodes claim node index %d (%s)",
+                 n->node, n->host);
+    r->rank_of_node[n->node] = i;
+    if (n->group >= r->ngroups)
+      r->ngroups = n->group + 1;
+    r->gsize[n->group] = n->gsize;
+    for (int p = 0; p < n->gsize && p < FT_RESTORE_MAX_GROUP; p++) {
+      int node = n->members[p];
+      if (node < 0 || node >= r->nnodes)
+        continue;
+      r->members[n->group][p] = node;
+      r->group_of[node] = n->group;
+      r->pos_of[node] = p;
+    }
+  }
+  for (int node = 0; node < r->nnodes; node++)
+    if (r->group_of[node] < 0)
+      return say(r, FT_ETOOMANY,
+                 "node %d (%s) and its whole group are lost: no survivor "
+                 "describes it, nothing can be rebuilt",
+                 node, r->hosts[node][0] ? r->hosts[node] : "?");
+  return FT_OK;
+}
+
+/* Host names: from the metadata with the newest epoch. */
+static int share_hosts(ft__restore_t *r) {
+  int best = -1;
+  for (int i = 0; i < r->size; i++)
+    if (r->all[i].has_meta &&
+        (best < 0 || r->all[i].epoch > r->all[best].epoch))
+      best = i;
+  if (r->rank == best)
+    memcpy(r->hosts, r->meta->hosts, (size_t)r->nnodes * FT_NAME_MAX);
+  return MPI_Bcast(r->hosts, r->nnodes * FT_NAME_MAX, MPI_CHAR, best,
+                   r->comm) == MPI_SUCCESS
+             ? FT_OK
+             : FT_EMPI;
+}
+
+static int holds(const ft__rnode_t *n, uint64_t v) {
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (n->slot_ok[i] && n->version[i] == v && n->state[i] >= FT_SLOT_ENCODED)
+      return i;
+  return -1;
+}
+
+static int pick_version(ft__restore_t *r) {
+  for (int i = 0; i < r->size; i++) {
+    for (int s = 0; s < FT_NSLOTS; s++) {
+      uint64_t v = r->all[i].version[s];
+      if (!r->all[i].has_meta || holds(&r->all[i], v) != s || v <= r->version)
+        continue;
+      int everywhere = 1;
+      for (int j = 0; j < r->size && everywhere; j++)
+        everywhere = !r->all[j].has_meta || holds(&r->all[j], v) >= 0;
+      if (everywhere)
+        r->version = v;
+    }
+  }
+  if (!r->version)
+    return say(r, FT_ENOSNAPSHOT,
+               "no version of job '%s' is held committed by every surviving "
+               "node",
+               r->cfg.job);
+  for (int i = 0; i < r->size; i++) {
+    int s = r->all[i].has_meta ? holds(&r->all[i], r->version) : -1;
+    if (s < 0)
+      continue;
+    r->step = r->all[i].step[s];
+    r->chunk_of_group[r->all[i].group] = r->all[i].chunk[s];
+  }
+  const ft__rnode_t *me = &r->all[r->rank];
+  r->my_slot = me->has_meta ? holds(me, r->version) : -1;
+  return FT_OK;
+}
+
+/* CRC of every chunk of the version, allgathered as a failure map. */
+static int check_chunks(ft__restore_t *r) {
+  unsigned char mine[FT_MAX_CHUNKS] = {0};
+  if (r->my_slot >= 0) {
+    const ft__slot_t *s = &r->slot[r->my_slot];
+    for (uint32_t c = 0; c < s->hdr->k + s->hdr->m; c++)
+      mine[c] = ft__slot_chunk_crc(s, c) != s->hdr->crc[c];
+  }
+  r->bad = calloc((size_t)r->size, FT_MAX_CHUNKS);
+  if (!r->bad)
+    return FT_ENOMEM;
+  if (MPI_Allgather(mine, FT_MAX_CHUNKS, MPI_BYTE, r->bad, FT_MAX_CHUNKS,
+                    MPI_BYTE, r->comm) != MPI_SUCCESS)
+    return FT_EMPI;
+  return FT_OK;
+}
+
+int ft__survey(ft__restore_t *r) {
+  ft__rnode_t me;
+  read_local(r, &me);
+  r->all = calloc((size_t)r->size, sizeof(ft__rnode_t));
+  if (!r->all)
+    return FT_ENOMEM;
+  if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, r->all, sizeof(me), MPI_BYTE,
+                    r->comm) != MPI_SUCCESS)
+    return FT_EMPI;
+  int rc = check_layout(r);
+  if (rc == FT_OK)
+    rc = alloc_layout(r);
+  if (rc == FT_OK)
+    rc = share_hosts(r);
+  if (rc == FT_OK)
+    rc = map_nodes(r);
+  if (rc == FT_OK)
+    rc = pick_version(r);
+  if (rc == FT_OK)
+    rc = check_chunks(r);
+  return rc;
+}
+
+int ft__chunk_bad(const ft__restore_t *r, int node, int role) {
+  int rank = r->rank_of_node[node];
+  return rank < 0 || r->bad[(size_t)rank * FT_MAX_CHUNKS + (size_t)role];
+}

@@ -1,0 +1,169 @@
+/*
+ * The offline checker (ft-restore --verify): every stripe of every group is
+ * gathered, piece by piece, at the node that holds its first parity chunk,
+ * which recomputes the parity and compares it with the parity held.  With
+ * --verify-losses it also pretends that every set of at most m positions of
+ * the group is lost, decodes their chunks from the others and compares them
+ * with the real bytes, and checks that m+1 losses are refused and reported
+ * as lost stripes by the layout.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ec/codec.h"
+#include "recovery/survey.h"
+#include "recovery/verify.h"
+#include "runtime/error.h"
+
+typedef struct tally {
+  long stripes, parity_bad, loss_sets, decode_bad, refused_ok;
+} tally_t;
+
+static int kg(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
+
+static int node_at(const ft__restore_t *r, int g, int s, int role) {
+  int n = r->gsize[g], k = kg(r, g);
+  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
+                     : ft__layout_parity_pos(n, r->m, s, role - k);
+  return r->members[g][pos];
+}
+
+/* Positions of set (a bit mask) as codec roles of stripe s. */
+static int roles_of(const ft__restore_t *r, int g, int s, unsigned long set,
+                    int *erased) {
+  int ne = 0, n = r->gsize[g];
+  for (int pos = 0; pos < n; pos++)
+    if (set >> pos & 1)
+      erased[ne++] = ft__layout_role(n, r->m, s, pos);
+  return ne;
+}
+
+static void check_losses(const ft__restore_t *r, int g, int s, size_t len,
+                         uint8_t **held, uint8_t *scratch, ft__codec_t *codec,
+                         tally_t *t) {
+  int n = r->gsize[g];
+  uint8_t *chunks[FT_MAX_CHUNKS];
+  for (unsigned long set = 1; set < (1ul << n); set++) {
+    int size = __builtin_popcountl(set), erased[FT_MAX_CHUNKS];
+    if (size > r->m + 1)
+      continue;
+    int ne = roles_of(r, g, s, set, erased);
+    for (int role = 0; role < n; role++)
+      chunks[role] = held[role];
+    for (int i = 0; i < ne; i++) {
+      chunks[erased[i]] = scratch + (size_t)i * len;
+      memset(chunks[erased[i]], 0xA5, len);
+    }
+    int rc = ft__codec_decode(codec, len, chunks, erased, ne);
+    if (size == r->m + 1) {
+      t->refused_ok += rc == FT_ETOOMANY;
+      continue;
+    }
+    t->loss_sets++;
+    for (int i = 0; i < ne; i++)
+      if (rc != FT_OK || memcmp(chunks[erased[i]], held[erased[i]], len) != 0)
+        t->decode_bad++;
+  }
+}
+
+static int check_parity(const ft__restore_t *r, int g, size_t len,
+                        uint8_t **held, uint8_t *scratch, ft__codec_t *codec) {
+  int k = kg(r, g), bad = 0;
+  uint8_t *par[FT_MAX_CHUNKS];
+  for (int j = 0; j < r->m; j++)
+    par[j] = scratch + (size_t)j * len;
+  ft__codec_encode(codec, len, (const uint8_t *const *)held, par);
+  for (int j = 0; j < r->m; j++)
+    bad |= memcmp(par[j], held[k + j], len) != 0;
+  return bad;
+}
+
+/* Gather stripe s of group g at its checker and check it. */
+static int check_stripe(ft__restore_t *r, int g, int s, uint8_t *buf,
+                        tally_t *t) {
+  int n = r->gsize[g], k = kg(r, g);
+  int checker = r->rank_of_node[node_at(r, g, s, k)];
+  size_t chunk = r->chunk_of_group[g], piece = r->cfg.piece_bytes;
+  uint8_t *held[FT_MAX_CHUNKS];
+  uint8_t *scratch = buf + (size_t)n * piece;
+  ft__codec_t *codec = NULL;
+  if (r->rank == checker && ft__codec_create(k, r->m, &codec))
+    return FT_ENOMEM;
+  int parity_bad = 0;
+  for (size_t off = 0; off < chunk; off += piece) {
+    size_t len = chunk - off < piece ? chunk - off : piece;
+    for (int role = 0; role < n; role++) {
+      int owner = r->rank_of_node[node_at(r, g, s, role)];
+      held[role] = buf + (size_t)role * piece;
+      const uint8_t *mine =
+          owner == r->rank
+              ? ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)role) + off
+              : NULL;
+      if (owner == r->rank && owner == checker)
+        memcpy(held[role], mine, len);
+      else if (owner == r->rank)
+        MPI_Send(mine, (int)len, MPI_BYTE, checker, 4, r->comm);
+      else if (r->rank == checker)
+        MPI_Recv(held[role], (int)len, MPI_BYTE, owner, 4, r->comm,
+                 MPI_STATUS_IGNORE);
+    }
+    if (r->rank != checker)
+      continue;
+    parity_bad |= check_parity(r, g, len, held, scratch, codec);
+    if (r->opts.verify_losses)
+      check_losses(r, g, s, len, held, scratch, codec, t);
+  }
+  if (r->rank == checker) {
+    t->stripes++;
+    t->parity_bad += parity_bad;
+  }
+  ft__codec_destroy(codec);
+  return FT_OK;
+}
+
+static void report(ft__restore_t *r, const tally_t *sum) {
+  int n = snprintf(r->msg, sizeof(r->msg),
+                   "verified %ld stripes of version %llu: %ld with parity that "
+                   "does not match the data",
+                   sum->stripes, (unsigned long long)r->version,
+                   sum->parity_bad);
+  if (r->opts.verify_losses && n > 0 && (size_t)n < sizeof(r->msg))
+    snprintf(r->msg + n, sizeof(r->msg) - (size_t)n,
+             "; %ld loss sets of <= m=%d nodes decoded, %ld chunks wrong; "
+             "%ld stripe decodes with m+1 losses refused (every one loses "
+             "its stripe)",
+             sum->loss_sets, r->m, sum->decode_bad, sum->refused_ok);
+}
+
+int ft__verify(ft__restore_t *r) {
+  for (int node = 0; node < r->nnodes; node++)
+    if (r->rank_of_node[node] < 0) {
+      snprintf(r->msg, sizeof(r->msg),
+               "--verify needs every node of the layout; %s is missing",
+               r->hosts[node]);
+      return FT_EINVAL;
+    }
+  size_t piece = r->cfg.piece_bytes;
+  int widest = 0;
+  for (int g = 0; g < r->ngroups; g++)
+    widest = r->gsize[g] > widest ? r->gsize[g] : widest;
+  uint8_t *buf = malloc((size_t)(2 * widest) * piece);
+  if (!buf)
+    return FT_ENOMEM;
+  tally_t t = {0}, sum = {0};
+  int rc = FT_OK;
+  for (int g = 0; g < r->ngroups && rc == FT_OK; g++)
+    for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
+      rc = check_stripe(r, g, s, buf, &t);
+  free(buf);
+  MPI_Reduce(&t, &sum, 5, MPI_LONG, MPI_SUM, 0, r->comm);
+  long bad = sum.parity_bad + sum.decode_bad;
+  MPI_Bcast(&bad, 1, MPI_LONG, 0, r->comm);
+  if (r->rank == 0)
+    report(r, &sum);
+  if (rc == FT_OK && bad)
+    rc = FT_ECORRUPT;
+  return rc;
+}
