@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Cross-node erasure coding and ft-restore on virtual nodes of one host
+# (FT_VIRTUAL_NODE_RANKS: each 2 consecutive ranks = 1 SMP + 1 trainer with a
+# store directory of its own).  The same cases run on the simulated
+# multi-host cluster in tests/chaos/.
+. "$(dirname "$0")/lib.sh"
+export FT_VIRTUAL_NODE_RANKS=2
+ARGS="--steps 12 --snapshot-every 2 --state-mb 2"
+restore() { timeout 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
+slot_md5() { cat "$FT_STORE_ROOT"/vnode*/"$FT_JOB"/slot* | md5sum; }
+
+# 1. 4 nodes, k=3 m=1, and 6 nodes, k=4 m=2: every stripe verifies and every
+#    loss set of <= m nodes decodes to the original bytes.
+for code in "4 3 1" "6 4 2"; do
+  set -- $code
+  export FT_JOB=verify-$1 FT_EC_K=$2 FT_EC_M=$3
+  train v$1 $(($1 * 2)) $ARGS || { log_of v$1 | tail; fail "$1-node run failed"; }
+  restore "$1" --verify --verify-losses >"$LOGDIR/ver$1" 2>&1 || { cat "$LOGDIR/ver$1"; fail "verify on $1 nodes"; }
+  grep -q "0 with parity that does not match" "$LOGDIR/ver$1" || fail "parity check on $1 nodes"
+  grep -qE "[1-9][0-9]* loss sets of <= m=$3 nodes decoded, 0 chunks wrong" "$LOGDIR/ver$1" ||
+    { cat "$LOGDIR/ver$1"; fail "loss sets on $1 nodes"; }
+  note "$1 nodes k=$2 m=$3: $(sed 's/^ft-restore: //' "$LOGDIR/ver$1")"
+done
+
+# 2. A configuration that cannot be satisfied is refused before training.
+export FT_JOB=refused FT_EC_K=4 FT_EC_M=2
+train refused 8 $ARGS && fail "k=4 m=2 on 4 nodes was accepted"
+grep -q "k=4 m=2 needs at least 6 nodes but the job has 4" "$LOGDIR/refused" ||
+  { log_of refused | tail -5; fail "no clear refusal message"; }
+note "k=4 m=2 on 4 nodes refused: $(grep -o 'k=4 m=2 needs.*' "$LOGDIR/refused" | head -1)"
+unset FT_EC_K FT_EC_M
+
+# 3. Fault-free reference, 4 nodes (k=3 m=1).
+export FT_JOB=ref
+train ref 8 $ARGS || fail "reference run failed"
+REF=$(digest_of ref)
+
+# 4. A node lost: ft-restore rebuilds it, the relaunch ends with REF.
+export FT_JOB=lose-one
+train lose 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
+rm -rf "$FT_STORE_ROOT/vnode2/$FT_JOB"
+restore 4 >"$LOGDIR/r1" 2>&1 || { cat "$LOGDIR/r1"; fail "ft-restore failed"; }
+grep -q "restored version 4 (step 8): 1 lost node" "$LOGDIR/r1" || { cat "$LOGDIR/r1"; fail "restore summary"; }
+train lose2 8 $ARGS || { log_of lose2 | tail; fail "relaunch failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/lose2" || fail "relaunch did not resume from step 8"
+expect_digest lose2 "$REF" "node 2 lost and rebuilt"
+
+# 5. m+1 = 2 nodes of the group lost: exit 3, message, survivors unchanged.
+export FT_JOB=lose-two
+train lose-two 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
+rm -rf "$FT_STORE_ROOT/vnode1/$FT_JOB" "$FT_STORE_ROOT/vnode3/$FT_JOB"
+before=$(slot_md5)
+restore 4 >"$LOGDIR/r2" 2>&1; rc=$?
+[ $rc -eq 3 ] || { cat "$LOGDIR/r2"; fail "ft-restore exit $rc with 2 of 4 nodes lost, expected 3"; }
+grep -q "group 0 lost 2 chunks of stripe 0 but m=1: lost hosts \[.*\]; version 4 (step 8) cannot be rebuilt; nothing was changed" "$LOGDIR/r2" ||
+  { cat "$LOGDIR/r2"; fail "no clear message for too many losses"; }
+[ "$before" = "$(slot_md5)" ] || fail "survivors' stores changed"
+note "2 of 4 nodes lost: exit 3, survivors unchanged"
+
+# 6. A data chunk flipped on a survivor: detected by CRC and repaired.
+export FT_JOB=corrupt
+train corrupt 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
+slot=$(FT_JOB=$FT_JOB "$B/ft-status" --vnode 1 --json | grep -o '"slot":[01],"state":"COMMITTED"' | grep -o '[01]')
+printf '\xff\xff\xff\xff' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot$slot" bs=1 seek=8192 conv=notrunc status=none
+restore 4 >"$LOGDIR/r3" 2>&1 || { cat "$LOGDIR/r3"; fail "ft-restore failed on a corrupt chunk"; }
+grep -q "1 corrupt chunk(s)" "$LOGDIR/r3" || { cat "$LOGDIR/r3"; fail "corrupt chunk not reported"; }
+train corrupt2 8 $ARGS || { log_of corrupt2 | tail; fail "relaunch failed"; }
+expect_digest corrupt2 "$REF" "corrupt data chunk repaired"
+
+# 7. The SMP of node 1 dies in the middle of the 3rd encode: the survivors
+#    hold version 2 whole; the relaunch resumes from its step.
+export FT_JOB=kill-encode
+FT_FAULT=encode:3@r2 train ke 8 $ARGS && fail "run with an encode fault exited 0"
+grep -q "fault point 'encode'" "$LOGDIR/ke" || fail "encode fault did not fire"
+restore 4 --verify >"$LOGDIR/r4" 2>&1 || { cat "$LOGDIR/r4"; fail "stores not whole after a kill mid-encode"; }
+grep -q "of version 2: 0 with parity" "$LOGDIR/r4" || { cat "$LOGDIR/r4"; fail "expected version 2 whole"; }
+train ke2 8 $ARGS || { log_of ke2 | tail; fail "relaunch failed"; }
+grep -q '^resumed from step 4$' "$LOGDIR/ke2" || fail "expected resume from step 4"
+expect_digest ke2 "$REF" "SMP killed mid-encode, resumed from step 4"
+echo "PASS: erasure coding on virtual nodes"
