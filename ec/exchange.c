@@ -3,19 +3,19 @@
  * SMP posts the receives of the pieces it needs and the sends of the pieces
  * it owes, then encodes piece q-1 while q is in flight (two windows).  A
  * holder of parity row j of a stripe owns one row of the Cauchy matrix only,
- * so it builds single-row tables and pays for its own row, not for all m.
+ * so it updates its own row only (ft__codec_encode_update_row), not all m.
  *
  * Tags carry the piece number, the parity row at the receiver and the data
  * index, so that pieces from one peer for different stripes never mix.
  */
 #include "ec/exchange.h"
 
-#include <isa-l/erasure_code.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "ec/codec.h"
 #include "ftrt.h"
 
 static double now(void) {
@@ -40,28 +40,12 @@ typedef struct window {
 typedef struct run {
   ft__exchange_t *x;
   int k;
-  unsigned char *tables; /* m rows of 32*k bytes */
+  ft__codec_t *codec;
   window_t w[2];
 } run_t;
 
 static int peer_rank(const ft__exchange_t *x, int pos) {
   return x->order[x->members[mod(pos, x->n)]];
-}
-
-static int make_tables(run_t *r) {
-  int k = r->k, m = r->x->m, n = k + m;
-  unsigned char *a = malloc((size_t)n * (size_t)k);
-  r->tables = malloc((size_t)m * 32 * (size_t)k);
-  if (!a || !r->tables) {
-    free(a);
-    return FT_ENOMEM;
-  }
-  gf_gen_cauchy1_matrix(a, n, k);
-  for (int j = 0; j < m; j++)
-    ec_init_tables(k, 1, a + (size_t)(k + j) * (size_t)k,
-                   r->tables + (size_t)j * 32 * (size_t)k);
-  free(a);
-  return FT_OK;
 }
 
 static int post(run_t *r, window_t *w, size_t q) {
@@ -143,11 +127,10 @@ static void encode_window(run_t *r, window_t *w) {
   double t = now();
   for (int j = 0; j < x->m; j++) {
     uint8_t *out = x->parity + (size_t)j * x->chunk_bytes + w->q * x->piece_bytes;
-    unsigned char *tb = r->tables + (size_t)j * 32 * (size_t)r->k;
     for (int d = 0; d < r->k; d++)
-      ec_encode_data_update((int)w->len, r->k, 1, d, tb,
-                            w->buf + (size_t)(j * r->k + d) * x->piece_bytes,
-                            &out);
+      ft__codec_encode_update_row(
+          r->codec, w->len, d, j,
+          w->buf + (size_t)(j * r->k + d) * x->piece_bytes, out);
   }
   x->t_encode += now() - t;
   w->active = 0;
@@ -180,7 +163,7 @@ static void free_run(run_t *r) {
     free(r->w[i].req);
     free(r->w[i].buf);
   }
-  free(r->tables);
+  ft__codec_destroy(r->codec);
 }
 
 static int pipeline(run_t *r, char *msg, size_t msglen) {
@@ -212,7 +195,7 @@ int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
     return FT_OK;
   run_t r = {.x = x, .k = x->n - x->m};
   memset(x->parity, 0, (size_t)x->m * x->chunk_bytes);
-  int rc = make_tables(&r);
+  int rc = ft__codec_create(r.k, x->m, &r.codec);
   if (rc == FT_OK)
     rc = alloc_windows(&r);
   if (rc == FT_OK)

@@ -86,10 +86,11 @@ static int check_recoverable(ft__restore_t *r) {
       lost_list(r, g, lost, sizeof(lost));
       return say(r, FT_ETOOMANY,
                  "group %d lost %d chunks of stripe %d but m=%d: lost hosts "
-                 "[%s]; version %llu (step %llu) cannot be rebuilt; nothing "
-                 "was changed",
-                 g, erased, s, r->m, lost, (unsigned long long)r->version,
-                 (unsigned long long)r->step);
+                 "[%s]%s; version %llu (step %llu) cannot be rebuilt; "
+                 "nothing was changed",
+                 g, erased, s, r->m, lost,
+                 r->ncorrupt ? ", plus chunks that failed their CRC" : "",
+                 (unsigned long long)r->version, (unsigned long long)r->step);
     }
   }
   return FT_OK;
@@ -435,7 +436,8 @@ int ft__rebuild(ft__restore_t *r) {
                    : "replace mode needs %d spare node(s) (nodes without a "
                      "store of this job), this launch has fewer",
                r->nlost);
-  print_plan(r, spare_of);
+  if (rc == FT_OK)
+    print_plan(r, spare_of);
   if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt))
     goto out;
   double t0 = MPI_Wtime();

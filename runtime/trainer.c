@@ -254,6 +254,8 @@ static int start_copy(ft_ctx_t *c) {
     return rc;
   if (c->slot[c->copy_slot].hdr->version != c->copy_version)
     return FT_ESTATE;
+  if (c->local_idx == 0)
+    ft__store32(&c->ctl->phase, FT_PHASE_SNAPSHOT);
   if (c->cfg.capture == FT_CAPTURE_SYNC) {
     c->copy_status = copy_out(c);
     copy_done(c, c->copy_status);

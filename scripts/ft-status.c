@@ -92,11 +92,13 @@ static void json_slot(const view_t *v, int i) {
   const ft__slot_hdr_t *h = s->hdr;
   printf("\"state\":\"%s\",\"version\":%llu,\"step\":%llu,\"epoch\":%llu,"
          "\"data_bytes\":%llu,\"parity_bytes\":%llu,\"chunk_bytes\":%llu,"
-         "\"k\":%u,\"m\":%u,\"age_s\":%.3f}",
+         "\"data_off\":%llu,\"parity_off\":%llu,\"k\":%u,\"m\":%u,"
+         "\"age_s\":%.3f}",
          ft__slot_state_name(ft__slot_state(s)), (unsigned long long)h->version,
          (unsigned long long)h->step, (unsigned long long)h->epoch,
          (unsigned long long)h->data_bytes, (unsigned long long)h->parity_bytes,
-         (unsigned long long)h->chunk_bytes, h->k, h->m,
+         (unsigned long long)h->chunk_bytes, (unsigned long long)h->data_off,
+         (unsigned long long)h->parity_off, h->k, h->m,
          age_s(h->committed_ns ? h->committed_ns : h->filled_ns));
 }
 
