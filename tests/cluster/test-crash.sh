@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# "down" after a crash leaves nothing behind: no namespace, link, keeper or
+# process of the cluster.  Three crashes: the shell driving a job is killed
+# mid-way (keepers, mpirun, orted and ranks live on); "up" is killed while
+# building; the state directory is lost with the keepers still alive.  A
+# leftover never breaks the next "up".
+# shellcheck source=tests/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+need_cluster
+need_mpi
+X=$FT_CLUSTER_CMD
+
+no_root_links() {  # no link of the cluster in the machine's namespace
+  local l
+  l=$(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' |
+      grep -Ex 'br0|head|[hs][0-9]+' || true)
+  [ -z "$l" ] || fail "links in the machine's namespace: $l"
+}
+
+# 1. Kill -9 the shell that brought the cluster up and runs a job on it.
+CL=crasha$$
+bash -c '"$1" up 3 --name "$2" >/dev/null || exit 1
+         "$3" --cluster="$2" --ppn 1 --timeout 60 -- "$4" --mb 1 --seconds 300 >"$5" 2>&1 &
+         wait' driver "$X" "$CL" "$FT_LAUNCH" "$MPI_NODES" "$WORK/a.out" &
+DRIVER=$!
+BG_PIDS+=("$DRIVER")
+wait_for "$WORK/a.out" '^mpi_nodes: running' 60 "$DRIVER"
+LAUNCH=$(ps -o pid= --ppid "$DRIVER" | tr -d ' ')
+[ -n "$LAUNCH" ] && BG_PIDS+=("$LAUNCH")
+INODES=
+for h in head h1 h2 h3; do INODES+=" $(ns_inodes "$(keeper_of $h)" | tr '\n' ' ')"; done
+{ kill -KILL "$DRIVER"; wait "$DRIVER"; } 2>/dev/null
+sleep 0.5
+n=$(pids_in $INODES | wc -l)
+[ "$n" -ge 10 ] || fail "after the crash only $n processes run in the cluster, expected keepers, mpirun, orteds and ranks"
+"$X" down --name "$CL" >/dev/null || fail "down after a crashed driver"
+left=$(pids_in $INODES)
+[ -z "$left" ] || fail "processes left after down: $left"
+assert_gone "$CL"
+no_root_links
+if [ -n "$LAUNCH" ]; then  # an orphan now: it ends once its mpirun is gone
+  for i in $(seq 200); do dead "$LAUNCH" && break; sleep 0.1; done
+  dead "$LAUNCH" || fail "ft-launch (pid $LAUNCH) still runs after its cluster went down"
+fi
+CL=
+ok "down after a killed driver shell: $n processes, namespaces, keepers gone"
+
+# 2. Kill -9 "up" while it builds the cluster; the next "up" must work.
+CL=crashb$$
+"$X" up 6 --name "$CL" >/dev/null 2>&1 &
+UP=$!
+BG_PIDS+=("$UP")
+for i in $(seq 500); do
+  [ "$(ip netns list 2>/dev/null | grep -c "^ftc-$CL-")" -ge 3 ] && break
+  sleep 0.01
+done
+kill -KILL "$UP" 2>/dev/null
+wait "$UP" 2>/dev/null
+made=$(ip netns list | grep -c "^ftc-$CL-")
+[ "$made" -ge 1 ] || fail "the killed up left no namespace to clean (test did not test)"
+"$X" up 2 --name "$CL" >/dev/null || fail "up after a killed up"
+[ "$("$X" exec --name "$CL" h2 hostname)" = h2 ] || fail "the new cluster does not work"
+[ "$(ip netns list | grep -c "^ftc-$CL-")" -eq 4 ] ||
+  fail "leftovers of the killed up survive the next up: $(ip netns list | grep "^ftc-$CL-" | tr '\n' ' ')"
+"$X" down --name "$CL" >/dev/null || fail "down"
+assert_gone "$CL"
+no_root_links
+CL=
+ok "a killed up ($made namespaces made) breaks neither the next up nor down"
+
+# 3. The state directory is lost while the keepers live.
+CL=crashc$$
+"$X" up 2 --name "$CL" >/dev/null || fail "up"
+K=$(keeper_of h1)
+rm -rf "${RUNDIR:?}/$CL"
+"$X" down --name "$CL" >/dev/null || fail "down without a state directory"
+dead "$K" || fail "keeper $K of h1 survives down"
+assert_gone "$CL"
+CL=
+ok "down finds keepers and namespaces by name when the state is lost"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# ft-cluster's hosts are separate machines: own hostname, own /dev/shm, own
+# address, names that resolve, a link that partition/heal cut and restore;
+# exec keeps the environment and the exit status; every command has --help.
+# shellcheck source=tests/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+need_cluster
+
+for c in up down hosts exec kill partition heal status ping addr; do
+  grep -q "^usage: ft-cluster $c" <<<"$("$FT_CLUSTER_CMD" "$c" --help)" ||
+    fail "ft-cluster $c --help prints no usage"
+done
+grep -q plm_rsh_agent <<<"$("$FT_RSH" --help)" || fail "ft-rsh --help"
+ok "--help of every command"
+
+cluster_up hosts 4 --spares 1
+X=$FT_CLUSTER_CMD
+
+[ "$("$X" hosts | awk '{ print $1 }' | tr '\n' ' ')" = "h1 h2 h3 h4 " ] ||
+  fail "hosts: $("$X" hosts)"
+grep -qv ' slots=[0-9]' <<<"$("$X" hosts)" && fail "hosts lines: $("$X" hosts)"
+[ "$("$X" hosts --all | awk '{ print $1 }' | tr '\n' ' ')" = "h1 h2 h3 h4 s1 " ] ||
+  fail "hosts --all: $("$X" hosts --all)"
+ok "hosts lists h1..h4, --all adds spare s1"
+
+for h in h1 h2 h3 h4 s1 head; do
+  got=$("$X" exec "$h" hostname) || fail "exec $h hostname"
+  [ "$got" = "$h" ] || fail "host $h calls itself '$got'"
+done
+ok "every host has its own hostname"
+
+"$X" exec h2 sh -c 'exit 7'; rc=$?
+[ $rc -eq 7 ] || fail "exec lost the exit status: $rc"
+[ "$(FOO_T=bar$$ "$X" exec h3 sh -c 'echo $FOO_T')" = "bar$$" ] || fail "exec lost the environment"
+[ "$(cd "$WORK" && "$X" exec h3 pwd)" = "$WORK" ] || fail "exec changed the working directory"
+ok "exec keeps exit status, environment, directory"
+
+f=/dev/shm/ftrt-cluster-test-$$
+"$X" exec h1 sh -c "echo on-h1 >$f" || fail "write on h1's /dev/shm"
+[ "$("$X" exec h1 cat $f)" = on-h1 ] || fail "h1 cannot read its own /dev/shm"
+for h in h2 h3 h4; do
+  "$X" exec "$h" test -e "$f" && fail "$h sees h1's /dev/shm file"
+done
+[ -e "$f" ] && fail "the machine's /dev/shm sees h1's file"
+d1=$("$X" exec h1 stat -f -c %T /dev/shm)
+[ "$d1" = tmpfs ] || fail "h1's /dev/shm is $d1, not tmpfs"
+m1=$("$X" exec h1 awk '$5 == "/dev/shm" { d = $3 } END { print d }' /proc/self/mountinfo)
+m2=$("$X" exec h2 awk '$5 == "/dev/shm" { d = $3 } END { print d }' /proc/self/mountinfo)
+[ -n "$m1" ] && [ "$m1" != "$m2" ] || fail "h1 and h2 share the tmpfs $m1"
+ok "/dev/shm is a private tmpfs per host"
+
+for h in h1 h4; do
+  links=$("$X" exec "$h" ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | tr '\n' ' ')
+  [ "$links" = "lo eth0 " ] || fail "$h has links: $links"
+  grep -q 'UP' <<<"$("$X" exec "$h" ip -o link show lo)" || fail "$h: loopback is down"
+done
+[ "$("$X" exec h1 getent hosts h4 | awk '{ print $1 }')" = "$("$X" addr h4)" ] ||
+  fail "h1 does not resolve h4 to $("$X" addr h4)"
+[ "$("$X" exec h4 getent hosts s1 | awk '{ print $1 }')" = "$("$X" addr s1)" ] ||
+  fail "h4 does not resolve s1"
+if command -v ping >/dev/null; then
+  "$X" exec h1 ping -c 1 -W 2 h4 >/dev/null || fail "h1 cannot ping h4"
+  "$X" exec h2 ping -c 1 -W 2 127.0.0.1 >/dev/null || fail "h2: no loopback"
+fi
+addrs=$(for h in h1 h2 h3 h4 s1; do "$X" addr $h; done | sort -u | wc -l)
+[ "$addrs" -eq 5 ] || fail "hosts share addresses"
+ok "own addresses, loopback up, names resolve, hosts reach each other"
+
+"$X" ping h1 h2 h3 h4 >/dev/null || fail "ping: not every host answers"
+"$X" partition h2 >/dev/null || fail "partition h2"
+[ "$("$X" ping h1 h2 h3)" = h2 ] || fail "ping after partition: $("$X" ping h1 h2 h3)"
+[ "$(FT_CLUSTER_PROBE=tcp "$X" ping h1 h2 h3)" = h2 ] || fail "TCP probe after partition"
+"$X" exec --remote h2 true 2>/dev/null; rc=$?
+[ $rc -eq 255 ] || fail "exec --remote to a partitioned host: $rc, expected 255"
+grep -q '^h2 .*partitioned' <<<"$("$X" status)" || fail "status: $("$X" status)"
+"$X" heal h2 >/dev/null || fail "heal h2"
+"$X" ping h2 >/dev/null || fail "h2 unreachable after heal"
+ok "partition cuts h2 off, heal brings it back"
+
+"$X" up 2 --name "$CL" >/dev/null 2>&1 && fail "up of a cluster that is up succeeded"
+"$X" exec h9 true 2>/dev/null && fail "exec on an unknown host succeeded"
+"$X" up 0 --name "x$$" >/dev/null 2>&1; [ $? -eq 2 ] || fail "up 0 is not a usage error"
+ok "refuses a second up, unknown hosts, bad counts"
+
+"$X" down --name "$CL" >/dev/null || fail "down"
+assert_gone "$CL"
+CL=
+ok "down leaves nothing"

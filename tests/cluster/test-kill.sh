@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Killing a host under a running MPI job: every process of the host dies, its
+# /dev/shm (its RAM) is gone, its link is gone, and mpirun reports the failure
+# and exits instead of hanging -- plain mpirun, and ft-launch --cluster, which
+# names the lost host.
+# shellcheck source=tests/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+need_cluster
+need_mpi
+cluster_up kill 4
+X=$FT_CLUSTER_CMD
+ID=$(cat "$RUNDIR/$CL/id")
+
+# 1. Plain mpirun across h1..h4 through the agent; kill h4.
+"$X" hosts >"$WORK/hostfile"
+run_bg plain "$X" exec head mpirun --oversubscribe --hostfile "$WORK/hostfile" \
+  --map-by ppr:1:node --mca plm_rsh_agent "$FT_RSH" --mca plm_rsh_no_tree_spawn 1 \
+  --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 \
+  --mca oob_tcp_if_include eth0 "$MPI_NODES" --mb 1 --seconds 120
+MPIRUN=$BG
+wait_for "$WORK/plain.out" '^mpi_nodes: running' 60 "$BG"
+t0=$(date +%s.%N)
+"$X" kill h4 >/dev/null || fail "ft-cluster kill h4"
+wait_pid "$MPIRUN" 30 || { cat "$WORK/plain.out"; fail "mpirun still runs 30 s after h4 was killed"; }
+[ "$RC" -ne 0 ] || fail "mpirun exited 0 after losing h4"
+grep -q 'h4' "$WORK/plain.out" || { cat "$WORK/plain.out"; fail "mpirun's report does not name h4"; }
+ok "plain mpirun ended (exit $RC) $(elapsed "$t0") s after kill h4, naming h4"
+
+# 2. ft-launch --cluster on h1..h3; h3 holds a file in its /dev/shm; kill h3.
+"$X" exec h3 sh -c 'head -c 4194304 /dev/zero >/dev/shm/ftrt-kill-test' ||
+  fail "cannot write h3's /dev/shm"
+SHMDEV=$("$X" exec h3 awk '$5 == "/dev/shm" { d = $3 } END { print d }' /proc/self/mountinfo)
+[[ $SHMDEV =~ ^[0-9]+:[0-9]+$ ]] || fail "no tmpfs on h3's /dev/shm: '$SHMDEV'"
+K3=$(keeper_of h3)
+INODES=$(ns_inodes "$K3")
+run_bg launch "$FT_LAUNCH" --cluster --ppn 1 --timeout 60 -- "$MPI_NODES" --mb 1 --seconds 120
+LAUNCH=$BG
+wait_for "$WORK/launch.out" '^mpi_nodes: running' 60 "$BG"
+grep -qx 'ft-launch: 3 nodes x (1 trainer + 1 SMP) = 6 ranks, job ftrt' "$WORK/launch.out" ||
+  { cat "$WORK/launch.out"; fail "ft-launch did not start 3 nodes (h4 is dead)"; }
+before=$(pids_in $INODES | wc -l)
+[ "$before" -ge 4 ] || fail "h3 runs $before processes, expected keeper, orted and 2 ranks"
+t0=$(date +%s.%N)
+"$X" kill h3 >"$WORK/kill.out" || fail "ft-cluster kill h3: $(cat "$WORK/kill.out")"
+left=$(pids_in $INODES)
+[ -z "$left" ] || fail "processes of h3 survive the kill: $left"
+ok "kill h3 killed its $before processes (keeper, orted, ranks)"
+
+grep -q " $SHMDEV / /dev/shm " /proc/[0-9]*/mountinfo 2>/dev/null &&
+  fail "h3's tmpfs $SHMDEV is still mounted somewhere"
+"$X" exec h3 cat /dev/shm/ftrt-kill-test >/dev/null 2>&1; rc=$?
+[ $rc -eq 255 ] || fail "exec on killed h3: exit $rc, expected 255 (host down)"
+[ ! -e /dev/shm/ftrt-kill-test ] || fail "h3's file shows up in the machine's /dev/shm"
+ip netns list | grep -q "^ftc-$CL-$ID-h3\b" && fail "h3's namespace is still there"
+ip -n "ftc-$CL-$ID-net" link show h3 >/dev/null 2>&1 && fail "h3's link is still on the bridge"
+ok "h3's /dev/shm tmpfs, namespace and link are gone"
+
+wait_pid "$LAUNCH" 30 || { cat "$WORK/launch.out"; fail "ft-launch still runs 30 s after h3 was killed"; }
+[ "$RC" -eq 125 ] || { cat "$WORK/launch.out"; fail "ft-launch exit $RC, expected 125 (host lost)"; }
+grep -q '^ft-launch: job failed; host(s) of the job unreachable (killed or partitioned): h3$' \
+  "$WORK/launch.out" || { cat "$WORK/launch.out"; fail "ft-launch does not name h3"; }
+ok "ft-launch ended (exit 125) $(elapsed "$t0") s after kill h3, naming h3"
+
+for h in h1 h2; do
+  k=$(keeper_of $h)
+  left=$(pids_in $(ns_inodes "$k") | grep -vx "$k")
+  [ -z "$left" ] || fail "processes of the job left on $h: $left"
+done
+ok "no process of the job left on the surviving hosts"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# ft-launch on this host (no cluster, no root needed): the command line it
+# builds, the FT_* variables the ranks see, virtual nodes, exit statuses and
+# usage errors.
+# shellcheck source=tests/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+need_mpi
+L=$FT_LAUNCH
+
+expect_rc() {  # expect_rc RC MESSAGE-PATTERN ARGS...: ft-launch ARGS fails so
+  local want=$1 pat=$2 rc; shift 2
+  "$L" "$@" >"$WORK/rc.out" 2>&1; rc=$?
+  [ $rc -eq "$want" ] || { cat "$WORK/rc.out"; fail "ft-launch $*: exit $rc, expected $want"; }
+  grep -q -- "$pat" "$WORK/rc.out" || { cat "$WORK/rc.out"; fail "ft-launch $*: no '$pat'"; }
+}
+
+grep -q -- '--restarts R' <<<"$("$L" --help)" || fail "--help"
+expect_rc 2 'no PROGRAM' --nodes 2
+expect_rc 2 'restart loop .* not built yet' --restarts 1 -- true
+expect_rc 2 'needs at least 4 nodes' --nodes 2 --ec 3+1 -- true
+expect_rc 2 'expected K+M' --ec 3 -- true
+expect_rc 2 'job name' --job 'a/b' -- true
+expect_rc 2 'timeout' --timeout 0 -- true
+expect_rc 2 'exclude each other' --cluster --hostfile /dev/null -- true
+expect_rc 2 'unknown option' --frobnicate -- true
+expect_rc 2 '--ppn' --ppn 0 -- true
+ok "usage errors exit 2 with a message; --restarts R > 0 is refused for now"
+
+out=$("$L" --dry-run --nodes 3 --ppn 2 -- prog a b) || fail "--dry-run"
+for w in ' -np 9 ' ' -x FT_VIRTUAL_NODE_RANKS ' ' -x FT_JOB ' ' -x FT_TIMEOUT ' ' --oversubscribe '; do
+  [[ " $out " == *"$w"* ]] || fail "local dry run lacks '$w': $out"
+done
+[[ $out == *" prog a b "* ]] || fail "program not last: $out"
+printf 'n1 slots=8\n# comment\n\nn2\nn3 slots=1\n' >"$WORK/hosts"
+out=$("$L" --dry-run --hostfile "$WORK/hosts" --nodes 2 --ppn 1 -- prog) || fail "--dry-run --hostfile"
+[ "$(grep '^# hostfile:' <<<"$out" | tr '\n' ';')" = "# hostfile: n1 slots=2;# hostfile: n2 slots=2;" ] ||
+  fail "hostfile of the job: $out"
+for w in ' --map-by ppr:2:node ' ' -np 4 '; do
+  [[ " $out " == *"$w"* ]] || fail "hostfile dry run lacks '$w': $out"
+done
+expect_rc 1 'names 3 hosts' --hostfile "$WORK/hosts" --nodes 4 -- true
+ok "mpirun command: -np N*(P+1), ppr:(P+1):node on the first N hosts, -x FT_*"
+
+FT_EXTRA_T=x$$ "$L" --nodes 2 --ppn 1 --job lj --ec 1+1 --timeout 9 -- sh -c \
+  'echo "env $OMPI_COMM_WORLD_RANK $FT_VIRTUAL_NODE_RANKS $FT_JOB $FT_EC_K+$FT_EC_M $FT_TIMEOUT $FT_EXTRA_T"' \
+  >"$WORK/env.out" 2>&1 || { cat "$WORK/env.out"; fail "local run"; }
+grep -qx 'ft-launch: 2 nodes x (1 trainer + 1 SMP) = 4 ranks, job lj' "$WORK/env.out" ||
+  { cat "$WORK/env.out"; fail "no summary line"; }
+got=$(grep '^env ' "$WORK/env.out" | sort -k2n | tr '\n' ';')
+want="env 0 2 lj 1+1 9 x$$;env 1 2 lj 1+1 9 x$$;env 2 2 lj 1+1 9 x$$;env 3 2 lj 1+1 9 x$$;"
+[ "$got" = "$want" ] || { cat "$WORK/env.out"; fail "ranks saw: $got"; }
+ok "virtual nodes: 4 ranks, FT_VIRTUAL_NODE_RANKS=2, FT_* reach every rank"
+
+"$L" --ppn 2 -- "$MPI_NODES" --mb 1 --expect-nodes 1 --expect-ppn 3 >"$WORK/one.out" 2>&1 ||
+  { cat "$WORK/one.out"; fail "one node, 2 trainers"; }
+grep -q '^mpi_nodes: 3 ranks on 1 nodes' "$WORK/one.out" || { cat "$WORK/one.out"; fail "one node layout"; }
+FT_JOB=fromenv "$L" -- true >"$WORK/job.out" 2>&1 || fail "FT_JOB from the environment"
+grep -qx 'ft-launch: 1 node x (1 trainer + 1 SMP) = 2 ranks, job fromenv' "$WORK/job.out" ||
+  { cat "$WORK/job.out"; fail "FT_JOB from the environment is not the default job"; }
+"$L" --ppn 1 -- sh -c 'exit 3' >"$WORK/st.out" 2>&1; rc=$?
+[ $rc -eq 3 ] || { cat "$WORK/st.out"; fail "a rank's exit 3 came back as $rc"; }
+ok "one node of P+1 ranks; FT_JOB default from the environment; exit status kept"

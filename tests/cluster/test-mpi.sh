@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# MPI across the hosts of an ft-cluster: plain mpirun through the rsh agent,
+# then ft-launch --cluster.  MPI_Comm_split_type(SHARED) must find one node
+# per host, each node must hold consecutive ranks (P trainers + 1 SMP), an
+# allreduce of several MB over TCP must be right, and FT_* variables must
+# reach ranks on every host.
+# shellcheck source=tests/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+need_cluster
+need_mpi
+cluster_up mpi 4
+X=$FT_CLUSTER_CMD
+
+"$X" hosts >"$WORK/hostfile" || fail "ft-cluster hosts"
+timeout 120 "$X" exec head mpirun --oversubscribe --hostfile "$WORK/hostfile" \
+  --map-by ppr:1:node --mca plm_rsh_agent "$FT_RSH" --mca plm_rsh_no_tree_spawn 1 \
+  --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+  --mca oob_tcp_if_include eth0 "$MPI_NODES" --mb 8 --expect-nodes 4 \
+  >"$WORK/plain.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$WORK/plain.out"; fail "plain mpirun through ft-rsh: exit $rc"; }
+grep -q '^mpi_nodes: 4 ranks on 4 nodes: h1\[0-0\] h2\[1-1\] h3\[2-2\] h4\[3-3\]$' "$WORK/plain.out" &&
+  grep -q '^mpi_nodes: allreduce of 8 MB ok$' "$WORK/plain.out" ||
+  { cat "$WORK/plain.out"; fail "plain mpirun: wrong nodes or data"; }
+ok "plain mpirun via ft-rsh: 4 nodes, 8 MB allreduce over TCP"
+
+timeout 120 "$FT_LAUNCH" --cluster --ppn 2 --job clj -- "$MPI_NODES" --mb 4 \
+  --expect-nodes 4 --expect-ppn 3 >"$WORK/launch.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$WORK/launch.out"; fail "ft-launch --cluster: exit $rc"; }
+grep -qx 'ft-launch: 4 nodes x (2 trainers + 1 SMP) = 12 ranks, job clj' "$WORK/launch.out" ||
+  { cat "$WORK/launch.out"; fail "ft-launch: no summary line"; }
+grep -q '^mpi_nodes: 12 ranks on 4 nodes: h1\[0-2\] h2\[3-5\] h3\[6-8\] h4\[9-11\]$' "$WORK/launch.out" &&
+  grep -q '^mpi_nodes: allreduce of 4 MB ok$' "$WORK/launch.out" ||
+  { cat "$WORK/launch.out"; fail "ft-launch --cluster: wrong layout or data"; }
+ok "ft-launch --cluster --ppn 2: 4 nodes x 3 consecutive ranks, allreduce ok"
+
+FT_EXTRA_T=x$$ timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job envj \
+  --ec 1+1 --timeout 9 -- sh -c \
+  'echo "env $(hostname) $OMPI_COMM_WORLD_RANK $FT_JOB $FT_EC_K+$FT_EC_M $FT_TIMEOUT $FT_EXTRA_T"' \
+  >"$WORK/env.out" 2>&1 || { cat "$WORK/env.out"; fail "ft-launch --nodes 2 with sh"; }
+got=$(grep '^env ' "$WORK/env.out" | sort -k3n | tr '\n' ';')
+want="env h1 0 envj 1+1 9 x$$;env h1 1 envj 1+1 9 x$$;env h2 2 envj 1+1 9 x$$;env h2 3 envj 1+1 9 x$$;"
+[ "$got" = "$want" ] || { cat "$WORK/env.out"; fail "ranks saw: $got"; }
+ok "--nodes 2 picks h1 h2; FT_JOB, FT_EC_K/M, FT_TIMEOUT and other FT_* reach every rank"
+
+[ -z "$(pids_in $(ns_inodes "$(keeper_of h1)") | grep -vx "$(keeper_of h1)")" ] ||
+  fail "processes left on h1 after the jobs"
+ok "no process of the jobs left on the hosts"
