@@ -81,7 +81,8 @@ int ft__slot_geom_local(ft__slot_geom_t *g, uint32_t nlocal,
 
 int ft__slot_geom_code(ft__slot_geom_t *g, uint32_t k, uint32_t m,
                        uint64_t chunk_bytes) {
-  if (k < 1 || k + m > FT_MAX_CHUNKS - 1 || chunk_bytes * k < g->local_bytes)
+  if (k < 1 || (uint64_t)k + m > FT_MAX_CHUNKS - 1 ||
+      chunk_bytes * k < g->local_bytes)
     return FT_EINVAL;
   g->k = k;
   g->m = m;
@@ -111,7 +112,9 @@ static int check_ranks(const ft__slot_hdr_t *h, const char *path, char *msg,
 
 static int check_regions(const ft__slot_hdr_t *h, size_t file_bytes,
                          const char *path, char *msg, size_t msglen) {
-  if (h->k < 1 || h->k + h->m >= FT_MAX_CHUNKS || h->nlocal > FT_MAX_LOCAL)
+  /* k + m in 64 bits: k = 2^32 - 1, m = 254 must not wrap to 253 */
+  if (h->k < 1 || (uint64_t)h->k + h->m >= FT_MAX_CHUNKS ||
+      h->nlocal > FT_MAX_LOCAL)
     return say(msg, msglen, FT_ECORRUPT,
                "%s: impossible code or rank count (k=%u m=%u ranks=%u)", path,
                h->k, h->m, h->nlocal);
@@ -420,8 +423,9 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
   if (ft__crc64(0, buf, len - sizeof(crc)) != crc)
     return say(msg, msglen, FT_ECORRUPT, "%s: CRC mismatch", path);
   if (!str_ok(f.job, sizeof(f.job)) || !str_ok(f.host, sizeof(f.host)) ||
-      f.nlocal > FT_MAX_LOCAL || f.k < 1 || f.k + f.m >= FT_MAX_CHUNKS ||
-      f.nnodes < 1 || f.nnodes > FT_MAX_NODES || f.node >= f.nnodes ||
+      f.nlocal > FT_MAX_LOCAL || f.k < 1 ||
+      (uint64_t)f.k + f.m >= FT_MAX_CHUNKS || f.nnodes < 1 ||
+      f.nnodes > FT_MAX_NODES || f.node >= f.nnodes ||
       (len - sizeof(f) - 8) / FT_NAME_MAX < f.nnodes)
     return say(msg, msglen, FT_ECORRUPT, "%s: fields out of range", path);
   memcpy(m->job, f.job, sizeof(m->job));
@@ -450,8 +454,11 @@ static int decode_rank(const uint8_t **p, const uint8_t *end,
   *p += rf.nbufs * sizeof(ft__buf_rec_t);
   for (uint32_t b = 0; b < rf.nbufs; b++) {
     const ft__buf_rec_t *br = &r->bufs[b];
-    if (!str_ok(br->name, sizeof(br->name)) || br->bytes > rf.region_bytes ||
-        br->offset > rf.region_bytes - br->bytes)
+    if (!str_ok(br->name, sizeof(br->name)))
+      return say(msg, msglen, FT_ECORRUPT,
+                 "%s: name of buffer %u of rank %u is not terminated", path, b,
+                 rf.rank);
+    if (br->bytes > rf.region_bytes || br->offset > rf.region_bytes - br->bytes)
       return say(msg, msglen, FT_ECORRUPT,
                  "%s: buffer %u of rank %u lies outside its region", path, b,
                  rf.rank);
