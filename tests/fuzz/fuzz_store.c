@@ -1,0 +1,221 @@
+/*
+ * libFuzzer target for what the node store reads back from tmpfs that another
+ * process wrote (DESIGN.md section 3, STYLE.md "Fuzz what is read"):
+ *
+ *   first byte & 3 == 0  slot image -> ft__slot_validate, as read
+ *                  == 1  slot image with seg_bytes set to the image size, so
+ *                        mutations get past the size check to the regions
+ *                  == 2  metadata bytes -> ft__meta_decode, as read
+ *                  == 3  metadata with total_bytes and the trailing CRC64
+ *                        fixed up, so mutations reach the tables
+ *   bit 2 of the first byte: validate the slot against job "fuzz-job" (set)
+ *   or any job (clear).
+ *
+ * Besides "no crash, no out-of-bounds read" (ASan, UBSan), what a validator
+ * accepts must be safe to use: every region of an accepted slot lies in the
+ * image, and the chunk accessors and CRC routines stay inside it; accepted
+ * metadata holds only in-range fields and re-encodes to an equal record.
+ * A broken promise aborts, which libFuzzer reports as a crash.
+ *
+ * Built by tests/fuzz/run, not by automake.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ec/crc.h"
+#include "ftrt.h"
+#include "snapshot/store.h"
+
+#define REQUIRE(cond)                                                          \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "fuzz_store: %s:%d: broken promise: %s\n", __FILE__,     \
+              __LINE__, #cond);                                                \
+      abort();                                                                 \
+    }                                                                          \
+  } while (0)
+
+#define META_TOTAL_OFF 16 /* meta_fixed_t.total_bytes in snapshot/store.c */
+#define JOB "fuzz-job"
+
+/* The message of a refusal: terminated, names the path, says something. */
+static void check_msg(int rc, const char *msg, size_t cap) {
+  REQUIRE(rc == FT_OK || rc == FT_ECORRUPT || rc == FT_EMISMATCH);
+  if (rc == FT_OK)
+    return;
+  REQUIRE(memchr(msg, '\0', cap) != NULL);
+  REQUIRE(strncmp(msg, "fuzz: ", 6) == 0);
+  REQUIRE(strlen(msg) > 8);
+}
+
+static volatile uint8_t sink;
+
+/* Read every byte of [p, p + n): ASan sees an access outside the image. */
+static void touch(const uint8_t *p, uint64_t n) {
+  uint8_t x = 0;
+  for (uint64_t i = 0; i < n; i++)
+    x ^= p[i];
+  sink = x;
+}
+
+static int inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
+  return off >= lo && off <= hi && len <= hi - off;
+}
+
+static void fuzz_slot(uint8_t *img, size_t size, int patch, int with_job) {
+  if (patch && size >= sizeof(ft__slot_hdr_t)) {
+    uint64_t n = size;
+    memcpy(img + offsetof(ft__slot_hdr_t, seg_bytes), &n, sizeof(n));
+  }
+  char msg[256];
+  memset(msg, 'x', sizeof(msg));
+  int rc = ft__slot_validate(img, size, with_job ? JOB : NULL, "fuzz", msg,
+                             sizeof(msg));
+  check_msg(rc, msg, sizeof(msg));
+  if (rc != FT_OK)
+    return;
+
+  /* What an accepted header promises. */
+  const ft__slot_hdr_t *h = (const ft__slot_hdr_t *)img;
+  REQUIRE(size >= FT_SLOT_HDR_BYTES);
+  REQUIRE(memcmp(h->magic, "FTRTSLOT", 8) == 0);
+  REQUIRE(h->format == FT_STORE_FORMAT);
+  REQUIRE(h->state <= FT_SLOT_COMMITTED);
+  REQUIRE(strcmp(ft__slot_state_name(h->state), "INVALID") != 0);
+  REQUIRE(memchr(h->job, '\0', sizeof(h->job)) != NULL);
+  REQUIRE(!with_job || strcmp(h->job, JOB) == 0);
+  REQUIRE(h->k >= 1 && (uint64_t)h->k + h->m < FT_MAX_CHUNKS);
+  REQUIRE(h->nlocal <= FT_MAX_LOCAL);
+  REQUIRE(h->seg_bytes == size);
+  uint64_t data_bytes, parity_bytes;
+  REQUIRE(
+      !__builtin_mul_overflow(h->chunk_bytes, (uint64_t)h->k, &data_bytes) &&
+      data_bytes == h->data_bytes);
+  REQUIRE(
+      !__builtin_mul_overflow(h->chunk_bytes, (uint64_t)h->m, &parity_bytes) &&
+      parity_bytes == h->parity_bytes);
+  REQUIRE(inside(h->data_off, h->data_bytes, FT_SLOT_HDR_BYTES, size));
+  REQUIRE(inside(h->parity_off, h->parity_bytes, h->data_off + h->data_bytes,
+                 size));
+  for (uint32_t r = 0; r < h->nlocal; r++)
+    REQUIRE(inside(h->rank_off[r], h->rank_bytes[r], h->data_off,
+                   h->data_off + h->data_bytes));
+
+  /* The accessors and CRC routines a reader then uses stay in the image. */
+  ft__slot_t s;
+  memset(&s, 0, sizeof(s));
+  s.fd = -1;
+  snprintf(s.path, sizeof(s.path), "fuzz");
+  s.map = img;
+  s.map_bytes = size;
+  s.hdr = (ft__slot_hdr_t *)img;
+  uint32_t n = h->k + h->m;
+  for (uint32_t c = 0; c < n; c++) {
+    const uint8_t *p = ft__slot_chunk(&s, c);
+    REQUIRE(p >= img + FT_SLOT_HDR_BYTES && p <= img + size &&
+            h->chunk_bytes <= (uint64_t)(img + size - p));
+    touch(p, h->chunk_bytes);
+  }
+  for (uint32_t r = 0; r < h->nlocal; r++)
+    touch(img + h->rank_off[r], h->rank_bytes[r]);
+  rc = ft__slot_verify(&s, 0, n, msg, sizeof(msg));
+  check_msg(rc, msg, sizeof(msg));
+  for (uint32_t r = 0; r < h->nlocal; r++) {
+    rc = ft__slot_verify_range(&s, h->rank_off[r], h->rank_bytes[r], msg,
+                               sizeof(msg));
+    check_msg(rc, msg, sizeof(msg));
+  }
+  /* Sealed, everything verifies. */
+  ft__slot_seal_data(&s);
+  ft__slot_seal_parity(&s);
+  REQUIRE(ft__slot_verify(&s, 0, n, msg, sizeof(msg)) == FT_OK);
+  for (uint32_t r = 0; r < h->nlocal; r++)
+    REQUIRE(ft__slot_verify_range(&s, h->rank_off[r], h->rank_bytes[r], msg,
+                                  sizeof(msg)) == FT_OK);
+  /* A header accepted once is accepted again after sealing (CRCs are not
+   * part of validation). */
+  REQUIRE(ft__slot_validate(img, size, with_job ? JOB : NULL, "fuzz", msg,
+                            sizeof(msg)) == FT_OK);
+}
+
+static ft__meta_t *meta_a, *meta_b;
+
+static void fuzz_meta(uint8_t *buf, size_t len, int patch) {
+  if (patch && len >= META_TOTAL_OFF + 8 + 8) {
+    uint64_t n = len;
+    memcpy(buf + META_TOTAL_OFF, &n, 8);
+    uint64_t crc = ft__crc64(0, buf, len - 8);
+    memcpy(buf + len - 8, &crc, 8);
+  }
+  char msg[256];
+  memset(msg, 'x', sizeof(msg));
+  int rc = ft__meta_decode(buf, len, meta_a, "fuzz", msg, sizeof(msg));
+  check_msg(rc, msg, sizeof(msg));
+  if (rc != FT_OK)
+    return;
+
+  const ft__meta_t *m = meta_a;
+  REQUIRE(memchr(m->job, '\0', sizeof(m->job)) != NULL);
+  REQUIRE(memchr(m->host, '\0', sizeof(m->host)) != NULL);
+  REQUIRE(m->k >= 1 && (uint64_t)m->k + m->m < FT_MAX_CHUNKS);
+  REQUIRE(m->nnodes >= 1 && m->node < m->nnodes);
+  REQUIRE(m->nlocal <= FT_MAX_LOCAL);
+#ifdef FT_MAX_NODES
+  REQUIRE(m->nnodes <= FT_MAX_NODES);
+  for (uint32_t i = 0; i < m->nnodes; i++)
+    REQUIRE(memchr(m->hosts[i], '\0', FT_NAME_MAX) != NULL);
+#endif
+  for (uint32_t r = 0; r < m->nlocal; r++) {
+    const ft__rank_rec_t *rr = &m->ranks[r];
+    REQUIRE(rr->nbufs <= FT_MAX_BUFS);
+    for (uint32_t b = 0; b < rr->nbufs; b++) {
+      const ft__buf_rec_t *br = &rr->bufs[b];
+      REQUIRE(memchr(br->name, '\0', sizeof(br->name)) != NULL);
+      REQUIRE(inside(br->offset, br->bytes, 0, rr->region_bytes));
+    }
+  }
+  /* Accepted metadata re-encodes to the same length and decodes equal. */
+  uint8_t *out = NULL;
+  size_t olen = 0;
+  REQUIRE(ft__meta_encode(m, &out, &olen) == FT_OK);
+  REQUIRE(olen == len);
+  rc = ft__meta_decode(out, olen, meta_b, "fuzz", msg, sizeof(msg));
+  if (rc != FT_OK)
+    fprintf(stderr, "fuzz_store: re-encoded metadata refused: %s\n", msg);
+  REQUIRE(rc == FT_OK);
+  REQUIRE(memcmp(meta_a, meta_b, sizeof(*meta_a)) == 0);
+  free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1)
+    return 0;
+  if (!meta_a) {
+    meta_a = calloc(1, sizeof(*meta_a));
+    meta_b = calloc(1, sizeof(*meta_b));
+    if (!meta_a || !meta_b)
+      abort();
+  }
+  uint8_t sel = data[0];
+  size--, data++;
+  /* An exact-size, aligned copy: reads past the end are caught, the header
+   * can be read in place, and the fix-ups may write. */
+  uint8_t *copy = malloc(size ? size : 1);
+  if (!copy)
+    abort();
+  if (size)
+    memcpy(copy, data, size);
+  switch (sel & 3) {
+  case 0:
+  case 1:
+    fuzz_slot(copy, size, sel & 1, (sel >> 2) & 1);
+    break;
+  default:
+    fuzz_meta(copy, size, sel & 1);
+    break;
+  }
+  free(copy);
+  return 0;
+}
