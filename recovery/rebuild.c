@@ -44,21 +44,42 @@ static int node_at(const ft__restore_t *r, int g, int s, int role) {
 
 /* ---- plan ---- */
 
-/* Spare rank replacing each lost node (-1 where none), in node order. */
-static int assign_spares(ft__restore_t *r, int *spare_of) {
-  int next = 0;
+static int shrinking(const ft__restore_t *r) {
+  return r->opts.mode == FT_RESTORE_SHRINK;
+}
+
+/* The rank that takes each lost node's data (-1 where none), in node order:
+ * a spare (replace mode) or a survivor, round-robin (shrink mode). */
+static void assign_helpers(ft__restore_t *r, int *helper_of) {
+  int next = 0, turn = 0;
   for (int node = 0; node < r->nnodes; node++) {
-    spare_of[node] = -1;
+    helper_of[node] = -1;
     if (r->rank_of_node[node] >= 0)
       continue;
     r->nlost++;
+    if (shrinking(r)) {
+      for (int tries = 0; tries < r->nnodes; tries++) {
+        int cand = r->rank_of_node[turn++ % r->nnodes];
+        if (cand >= 0) {
+          helper_of[node] = cand;
+          break;
+        }
+      }
+      continue;
+    }
     while (next < r->size &&
            (r->all[next].has_meta || r->all[next].err))
       next++;
     if (next < r->size)
-      spare_of[node] = next++;
+      helper_of[node] = next++;
   }
-  return FT_OK;
+}
+
+/* Shrink mode leaves a lost node's parity lost: the relaunched job, on
+ * fewer nodes, encodes anew at its first snapshot. */
+static int wanted(const ft__restore_t *r, int g, int node, int role) {
+  return ft__chunk_bad(r, node, role) &&
+         !(shrinking(r) && r->rank_of_node[node] < 0 && role >= kg(r, g));
 }
 
 static void lost_list(const ft__restore_t *r, int g, char *out, size_t len) {
@@ -117,7 +138,9 @@ static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
   size_t len = 0;
   int rc = FT_OK;
   char msg[256];
-  if (r->rank == from) {
+  if (r->rank == from && from == spare) {
+    rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
+  } else if (r->rank == from) {
     rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
     if (rc == FT_OK)
       rc = ft__meta_encode(out, &buf, &len);
@@ -139,36 +162,51 @@ static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
   return rc;
 }
 
-/* The spare's slot for the version, shaped as the lost node's was. */
-static int shape_spare(ft__restore_t *r, const ft__meta_t *m, int g) {
+/* The slot that receives a lost node's chunks, shaped as the lost node's
+ * was: the spare's own slot, or in shrink mode a data-only slot in the
+ * adopting survivor's adopt<N>/ directory. */
+static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
+  int g = r->group_of[node];
+  char dir[FT_PATH_MAX + 16];
+  ft__slot_t *sl = shrinking(r) ? &r->adopted[node]
+                                : &r->slot[r->version % FT_NSLOTS];
+  snprintf(dir, sizeof(dir), shrinking(r) ? "%s/adopt%d" : "%s", r->dir, node);
   uint64_t bytes[FT_MAX_LOCAL];
   for (uint32_t i = 0; i < m->nlocal && i < FT_MAX_LOCAL; i++)
     bytes[i] = m->ranks[i].region_bytes;
   ft__slot_geom_t geom;
   int rc = ft__slot_geom_local(&geom, m->nlocal, bytes);
   if (rc == FT_OK)
-    rc = ft__slot_geom_code(&geom, (uint32_t)kg(r, g), (uint32_t)r->m,
+    rc = ft__slot_geom_code(&geom, (uint32_t)kg(r, g),
+                            shrinking(r) ? 0u : (uint32_t)r->m,
                             r->chunk_of_group[g]);
   char msg[512] = "";
   if (rc == FT_OK)
-    rc = ft__store_mkdir(r->dir, msg, sizeof(msg));
+    rc = ft__store_mkdir(dir, msg, sizeof(msg));
   int idx = (int)(r->version % FT_NSLOTS);
   if (rc == FT_OK)
-    rc = ft__slot_create(&r->slot[idx], r->dir, idx, r->cfg.job, &geom, msg,
-                         sizeof(msg));
+    rc = ft__slot_create(sl, dir, idx, r->cfg.job, &geom, msg, sizeof(msg));
   if (rc == FT_OK) {
-    ft__slot_begin(&r->slot[idx], r->version, r->step, r->epoch + 1);
-    r->my_slot = idx;
+    ft__slot_begin(sl, r->version, r->step, r->epoch + 1);
+    if (!shrinking(r))
+      r->my_slot = idx;
   } else {
-    say(r, rc, "%s: cannot prepare the spare's store: %s", r->host, msg);
+    say(r, rc, "%s: cannot prepare a store for node %d: %s", r->host, node,
+        msg);
   }
   return rc;
+}
+
+/* The slot an erased chunk of node is rebuilt into, on its owner. */
+static ft__slot_t *target(ft__restore_t *r, int node) {
+  return r->rank_of_node[node] < 0 && shrinking(r) ? &r->adopted[node]
+                                                    : &r->slot[r->my_slot];
 }
 
 /* ---- one erased chunk ---- */
 
 typedef struct task {
-  int g, s, role, owner;    /* owner: rank that decodes */
+  int g, s, role, node, owner; /* owner: rank that decodes */
   int src_role[FT_MAX_CHUNKS], src_rank[FT_MAX_CHUNKS];
 } task_t;
 
@@ -202,7 +240,7 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
                         uint8_t *bufs) {
   int n = r->gsize[t->g], k = kg(r, t->g);
   size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
-  uint8_t *dst = ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->role);
+  uint8_t *dst = ft__slot_chunk(target(r, t->node), (uint32_t)t->role);
   int erased[FT_MAX_CHUNKS], ne = 0, is_src[FT_MAX_CHUNKS] = {0};
   uint8_t *chunks[FT_MAX_CHUNKS];
   for (int i = 0; i < k; i++)
@@ -217,9 +255,17 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
     for (int role = 0; role < n; role++)
       chunks[role] = bufs + (size_t)role * piece;
     chunks[t->role] = dst + off;
+    /* In shrink mode the adopting survivor may hold a source itself. */
     for (int i = 0; i < k; i++)
-      MPI_Irecv(chunks[t->src_role[i]], (int)len, MPI_BYTE, t->src_rank[i], 3,
-                r->comm, &req[i]);
+      if (t->src_rank[i] == r->rank) {
+        memcpy(chunks[t->src_role[i]],
+               ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->src_role[i]) + off,
+               len);
+        req[i] = MPI_REQUEST_NULL;
+      } else {
+        MPI_Irecv(chunks[t->src_role[i]], (int)len, MPI_BYTE, t->src_rank[i],
+                  3, r->comm, &req[i]);
+      }
     if (MPI_Waitall(k, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
       return FT_EMPI;
     rc = ft__codec_decode(codec, len, chunks, erased, ne);
@@ -231,7 +277,7 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
 
 static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs) {
   sources(r, t);
-  for (int i = 0; i < kg(r, t->g); i++)
+  for (int i = 0; i < kg(r, t->g) && t->owner != r->rank; i++)
     if (t->src_rank[i] == r->rank)
       return send_chunk(r, t, i);
   if (t->owner != r->rank)
@@ -244,9 +290,9 @@ static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs) {
   return rc;
 }
 
-static int owner_of(const ft__restore_t *r, int node, const int *spare_of) {
+static int owner_of(const ft__restore_t *r, int node, const int *helper_of) {
   int rank = r->rank_of_node[node];
-  return rank >= 0 ? rank : spare_of[node];
+  return rank >= 0 ? rank : helper_of[node];
 }
 
 static void progress(const ft__restore_t *r, const task_t *t, int node,
@@ -266,11 +312,11 @@ static int count_tasks(const ft__restore_t *r) {
   for (int g = 0; g < r->ngroups; g++)
     for (int s = 0; s < r->gsize[g]; s++)
       for (int role = 0; role < r->gsize[g]; role++)
-        total += ft__chunk_bad(r, node_at(r, g, s, role), role);
+        total += wanted(r, g, node_at(r, g, s, role), role);
   return total;
 }
 
-static int rebuild_all(ft__restore_t *r, const int *spare_of) {
+static int rebuild_all(ft__restore_t *r, const int *helper_of) {
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)
     widest = r->gsize[g] > widest ? r->gsize[g] : widest;
@@ -282,10 +328,10 @@ static int rebuild_all(ft__restore_t *r, const int *spare_of) {
     for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
       for (int role = 0; role < r->gsize[g] && rc == FT_OK; role++) {
         int node = node_at(r, g, s, role);
-        if (!ft__chunk_bad(r, node, role))
+        if (!wanted(r, g, node, role))
           continue;
-        task_t t = {.g = g, .s = s, .role = role,
-                    .owner = owner_of(r, node, spare_of)};
+        task_t t = {.g = g, .s = s, .role = role, .node = node,
+                    .owner = owner_of(r, node, helper_of)};
         progress(r, &t, node, ++done, total);
         rc = run_task(r, &t, bufs);
         r->bytes_rebuilt += r->chunk_of_group[g];
@@ -296,15 +342,29 @@ static int rebuild_all(ft__restore_t *r, const int *spare_of) {
 
 /* ---- finishing ---- */
 
-/* A survivor's repaired chunk must match the CRC it had when written. */
+static int write_adopted_meta(ft__restore_t *r, int node, const ft__meta_t *m) {
+  char dir[FT_PATH_MAX + 16];
+  snprintf(dir, sizeof(dir), "%s/adopt%d", r->dir, node);
+  return ft__meta_write(dir, m, r->msg, sizeof(r->msg));
+}
+
+static void commit_slot(ft__slot_t *sl) {
+  ft__slot_seal_data(sl);
+  ft__slot_seal_parity(sl);
+  ft__slot_set_state(sl, FT_SLOT_COMMITTED);
+}
+
+/* Rebuilt slots get their CRCs and COMMITTED; a survivor's repaired chunk
+ * must match the CRC it had when written. */
 static int seal(ft__restore_t *r, int spare) {
+  for (int node = 0; shrinking(r) && node < r->nnodes; node++)
+    if (r->adopted[node].map)
+      commit_slot(&r->adopted[node]);
   if (r->my_slot < 0)
     return FT_OK;
   ft__slot_t *sl = &r->slot[r->my_slot];
-  if (spare) {
-    ft__slot_seal_data(sl);
-    ft__slot_seal_parity(sl);
-    ft__slot_set_state(sl, FT_SLOT_COMMITTED);
+  if (spare && !shrinking(r)) {
+    commit_slot(sl);
     return FT_OK;
   }
   char msg[512];
@@ -314,11 +374,11 @@ static int seal(ft__restore_t *r, int spare) {
   return rc;
 }
 
-static void rename_hosts(ft__restore_t *r, ft__meta_t *m, const int *spare_of) {
+static void rename_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) {
   m->epoch = r->epoch + 1;
   for (int node = 0; node < r->nnodes; node++)
-    if (spare_of[node] >= 0)
-      snprintf(m->hosts[node], FT_NAME_MAX, "%s", r->all[spare_of[node]].host);
+    if (helper_of[node] >= 0)
+      snprintf(m->hosts[node], FT_NAME_MAX, "%s", r->all[helper_of[node]].host);
   snprintf(m->host, sizeof(m->host), "%s", r->host);
 }
 
@@ -356,19 +416,40 @@ static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
   return rc;
 }
 
+/* Shrink: the survivors become nodes 0..S-1 of a smaller layout, in their
+ * old order, and their restore point is marked for re-slicing. */
+static int write_shrunk(ft__restore_t *r) {
+  ft__meta_t *m = r->meta;
+  if (!r->all[r->rank].has_meta)
+    return FT_OK;
+  int next = 0;
+  for (int node = 0; node < r->nnodes; node++) {
+    if (r->rank_of_node[node] < 0)
+      continue;
+    if (r->rank_of_node[node] == r->rank)
+      m->node = (uint32_t)next;
+    snprintf(m->hosts[next++], FT_NAME_MAX, "%s",
+             r->all[r->rank_of_node[node]].host);
+  }
+  m->nnodes = (uint32_t)next;
+  m->epoch = r->epoch + 1;
+  m->flags |= FT_META_RESLICE;
+  return ft__meta_write(r->dir, m, r->msg, sizeof(r->msg));
+}
+
 /* New epoch everywhere: spares first, then survivors, then group tables. */
 static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
-                       const int *spare_of) {
+                       const int *helper_of) {
   ft__meta_t *m = r->meta;
   int node = -1;
   for (int i = 0; i < r->nnodes; i++)
-    if (spare_of[i] == r->rank)
+    if (helper_of[i] == r->rank)
       node = i, m = spare_meta;
   int member = node >= 0 || r->all[r->rank].has_meta;
   char msg[512] = "";
   int rc = FT_OK;
   if (member)
-    rename_hosts(r, m, spare_of);
+    rename_hosts(r, m, helper_of);
   if (node >= 0)
     rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
   MPI_Barrier(r->comm);
@@ -399,7 +480,7 @@ static int agree_msg(ft__restore_t *r, int rc) {
   return agreed;
 }
 
-static void print_plan(const ft__restore_t *r, const int *spare_of) {
+static void print_plan(const ft__restore_t *r, const int *helper_of) {
   if (r->rank != 0 || r->opts.json)
     return;
   printf("ft-restore: job %s, %d nodes, m=%d, layout epoch %llu, version %llu "
@@ -408,9 +489,11 @@ static void print_plan(const ft__restore_t *r, const int *spare_of) {
          (unsigned long long)r->version, (unsigned long long)r->step);
   for (int node = 0; node < r->nnodes; node++)
     if (r->rank_of_node[node] < 0)
-      printf("ft-restore: lost node %d (%s, group %d position %d) -> %s\n",
+      printf("ft-restore: lost node %d (%s, group %d position %d) -> %s%s\n",
              node, r->hosts[node], r->group_of[node], r->pos_of[node],
-             spare_of[node] >= 0 ? r->all[spare_of[node]].host : "(no spare)");
+             helper_of[node] >= 0 ? r->all[helper_of[node]].host : "(no spare)",
+             shrinking(r) ? " (adopted: data only, re-sliced at relaunch)"
+                          : "");
   if (r->ncorrupt)
     printf("ft-restore: %d chunk(s) failed their CRC and will be rebuilt\n",
            r->ncorrupt);
@@ -420,47 +503,53 @@ static void print_plan(const ft__restore_t *r, const int *spare_of) {
 }
 
 int ft__rebuild(ft__restore_t *r) {
-  int *spare_of = calloc((size_t)r->nnodes, sizeof(int));
+  int *helper_of = calloc((size_t)r->nnodes, sizeof(int));
   ft__meta_t *spare_meta = calloc(1, sizeof(*spare_meta));
-  if (!spare_of || !spare_meta)
+  if (!helper_of || !spare_meta)
     return FT_ENOMEM;
-  assign_spares(r, spare_of);
+  assign_helpers(r, helper_of);
   r->ncorrupt = count_corrupt(r);
   int rc = check_recoverable(r);
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
-    if (r->rank_of_node[node] < 0 && spare_of[node] < 0)
-      rc = say(r, r->opts.mode == FT_RESTORE_SHRINK ? FT_ENOTSUP : FT_EINVAL,
-               r->opts.mode == FT_RESTORE_SHRINK
-                   ? "--mode shrink is not built yet: give a spare node for "
-                     "each lost node and use --mode replace"
-                   : "replace mode needs %d spare node(s) (nodes without a "
-                     "store of this job), this launch has fewer",
+    if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
+      rc = say(r, FT_EINVAL,
+               "replace mode needs %d spare node(s) (nodes without a store "
+               "of this job), this launch has fewer: add spares or use "
+               "--mode shrink",
                r->nlost);
+  r->adopted = calloc((size_t)r->nnodes, sizeof(ft__slot_t));
+  for (int node = 0; r->adopted && node < r->nnodes; node++)
+    r->adopted[node].fd = -1;
+  if (rc == FT_OK && !r->adopted)
+    rc = FT_ENOMEM;
   if (rc == FT_OK)
-    print_plan(r, spare_of);
+    print_plan(r, helper_of);
   if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt))
     goto out;
   double t0 = MPI_Wtime();
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++) {
-    if (spare_of[node] < 0)
+    if (helper_of[node] < 0)
       continue;
-    int lrc = send_meta(r, node, spare_of[node], spare_meta);
-    if (lrc == FT_OK && r->rank == spare_of[node])
-      lrc = shape_spare(r, spare_meta, r->group_of[node]);
+    int lrc = send_meta(r, node, helper_of[node], spare_meta);
+    if (lrc == FT_OK && r->rank == helper_of[node])
+      lrc = shape_helper(r, spare_meta, node);
+    if (lrc == FT_OK && r->rank == helper_of[node] && shrinking(r))
+      lrc = write_adopted_meta(r, node, spare_meta);
     rc = agree_msg(r, lrc);
   }
   if (rc == FT_OK)
-    rc = agree_msg(r, rebuild_all(r, spare_of));
+    rc = agree_msg(r, rebuild_all(r, helper_of));
   int is_spare = 0;
   for (int node = 0; node < r->nnodes; node++)
-    is_spare |= spare_of[node] == r->rank;
+    is_spare |= helper_of[node] == r->rank;
   if (rc == FT_OK)
     rc = agree_msg(r, seal(r, is_spare));
   if (rc == FT_OK)
-    rc = agree_msg(r, write_epoch(r, spare_meta, spare_of));
+    rc = agree_msg(r, shrinking(r) ? write_shrunk(r)
+                                   : write_epoch(r, spare_meta, helper_of));
   r->seconds = MPI_Wtime() - t0;
 out:
-  free(spare_of);
+  free(helper_of);
   free(spare_meta);
   return rc;
 }

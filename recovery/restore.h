@@ -60,6 +60,7 @@ typedef struct ft__restore {
   char host[FT_NAME_MAX];
   ft__meta_t *meta; /* this rank's metadata, when it has one */
   ft__slot_t slot[FT_NSLOTS];
+  ft__slot_t *adopted; /* [nnodes] shrink: lost nodes' data adopted here */
   ft__rnode_t *all; /* [size] */
   /* agreed */
   int nnodes, k, m, ngroups;

@@ -15,6 +15,7 @@
  * for V+1.  Collectives are non-blocking and waited for with short sleeps, so
  * an SMP never spins a core that the trainers need.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,7 @@ static int agree_restore(smp_t *s) {
     s->ctl->restore_slot = i;
     s->ctl->restore_version = best;
     s->ctl->restore_step = s->slot[i].hdr->step;
+    s->ctl->restore_reslice = s->meta && (s->meta->flags & FT_META_RESLICE);
     s->ctl->committed_step = s->slot[i].hdr->step;
   }
   ft__store64(&s->ctl->committed_version, best);
@@ -351,8 +353,8 @@ static int has_written(const ft__ctl_rank_t *r, uint64_t v) {
 
 /* Tables registered now must equal the ones that wrote the restore point. */
 static int check_tables(smp_t *s) {
-  if (!s->meta || !s->ctl->restore_version)
-    return FT_OK;
+  if (!s->meta || !s->ctl->restore_version || s->ctl->restore_reslice)
+    return FT_OK; /* a re-slicing restore matches buffers by name instead */
   for (int i = 0; i < s->c->nlocal; i++) {
     const ft__ctl_rank_t *r = &s->ctl->rank[i];
     const ft__rank_rec_t *o = &s->meta->ranks[i];
@@ -465,11 +467,8 @@ static int share_group_meta(smp_t *s, const ft__meta_t *m) {
   return rc ? rc : arc;
 }
 
-static int do_layout(smp_t *s) {
-  ft__store32(&s->ctl->phase, FT_PHASE_LAYOUT);
-  int rc = size_slots(s); /* collective: runs whatever the local checks say */
-  if (rc == FT_OK)
-    rc = check_tables(s);
+/* Write this node's metadata and share the group's (collective). */
+static int write_meta(smp_t *s, int rc) {
   ft__meta_t *m = calloc(1, sizeof(*m));
   if (rc == FT_OK && !m)
     rc = FT_ENOMEM;
@@ -478,9 +477,19 @@ static int do_layout(smp_t *s) {
     rc = ft__meta_write(s->c->dir, m, s->msg, sizeof(s->msg));
   }
   int grc = share_group_meta(s, rc == FT_OK ? m : NULL);
-  if (rc == FT_OK)
-    rc = grc;
   free(m);
+  return rc ? rc : grc;
+}
+
+static int do_layout(smp_t *s) {
+  ft__store32(&s->ctl->phase, FT_PHASE_LAYOUT);
+  int rc = size_slots(s); /* collective: runs whatever the local checks say */
+  if (rc == FT_OK)
+    rc = check_tables(s);
+  /* A re-slicing restore point keeps the old ranks' tables until the first
+   * version of the new layout is committed (end_reslice). */
+  if (!s->ctl->restore_reslice)
+    rc = write_meta(s, rc);
   ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding));
   s->ctl->layout_status = rc;
   snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
@@ -579,6 +588,35 @@ static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
   tot->cpu_s += cpu;
 }
 
+/* The first version committed in the new layout replaces the re-sliced
+ * restore point: drop the mark and the adopted stores of lost nodes. */
+static void remove_adopted(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char sub[FT_PATH_MAX + 300], path[FT_PATH_MAX + 600];
+  while (d && (e = readdir(d))) {
+    if (strncmp(e->d_name, "adopt", 5) != 0)
+      continue;
+    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+    static const char *const files[] = {"slot0", "slot1", "meta"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+      snprintf(path, sizeof(path), "%s/%s", sub, files[i]);
+      unlink(path);
+    }
+    rmdir(sub);
+  }
+  if (d)
+    closedir(d);
+}
+
+static int end_reslice(smp_t *s) {
+  s->ctl->restore_reslice = 0;
+  int rc = write_meta(s, FT_OK);
+  if (rc == FT_OK)
+    remove_adopted(s->c->dir);
+  return rc;
+}
+
 static int protect(smp_t *s, uint64_t v) {
   ft__slot_t *sl = &s->slot[v % FT_NSLOTS];
   ft__ctl_stats_t st = {0};
@@ -619,6 +657,8 @@ static int protect(smp_t *s, uint64_t v) {
   ft__store64(&s->ctl->committed_version, v);
   ft__store32(&s->ctl->phase, FT_PHASE_IDLE);
   ft__ctl_notify(s->ctl);
+  if (s->ctl->restore_reslice && (rc = end_reslice(s)))
+    return rc;
   return prepare(s, v + 1);
 }
 

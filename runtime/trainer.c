@@ -17,6 +17,7 @@
 
 #include "runtime/ctx.h"
 #include "runtime/error.h"
+#include "runtime/reslice.h"
 #include "runtime/topo.h"
 
 #define ALIGN 64u
@@ -361,7 +362,13 @@ int ft_restore(ft_ctx_t *c, uint64_t *step) {
   int slot = c->ctl->restore_slot;
   if (c->ctl->restore_version == 0 || slot < 0)
     return FT_ENOSNAPSHOT;
-  rc = map_slot(c, slot);
+  rc = ft__agree(c->app_comm, map_slot(c, slot));
+  if (rc == FT_OK && c->ctl->restore_reslice) {
+    rc = ft__reslice_restore(c, &c->slot[slot]);
+    if (rc == FT_OK && step)
+      *step = c->slot[slot].hdr->step;
+    return rc;
+  }
   if (rc == FT_OK)
     rc = verify_region(c, &c->slot[slot]);
   /* Nobody touches a buffer unless every rank's data verified. */

@@ -374,6 +374,7 @@ int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
   meta_fixed_t f = {0};
   memcpy(f.magic, META_MAGIC, 8);
   f.format = FT_STORE_FORMAT;
+  f.reserved = m->flags;
   f.total_bytes = n;
   memcpy(f.job, m->job, sizeof(f.job));
   memcpy(f.host, m->host, sizeof(f.host));
@@ -434,6 +435,7 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
   m->node = f.node, m->nnodes = f.nnodes, m->ntrainers = f.ntrainers;
   m->k = f.k, m->m = f.m, m->group = f.group, m->pos = f.pos;
   m->group_size = f.group_size, m->nlocal = f.nlocal;
+  m->flags = f.reserved;
   return FT_OK;
 }
 

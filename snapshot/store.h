@@ -143,6 +143,11 @@ typedef struct ft__rank_rec {
   ft__buf_rec_t bufs[FT_MAX_BUFS];
 } ft__rank_rec_t;
 
+/* The restore point was left by ft-restore --mode shrink: it holds the data
+ * of an older, larger layout (this node's own slot plus adopt<N>/ stores of
+ * lost nodes), to be re-sliced by ft_restore for the new rank count. */
+#define FT_META_RESLICE 1u
+
 typedef struct ft__meta {
   char job[FT_JOB_MAX];
   uint64_t epoch;
@@ -151,6 +156,7 @@ typedef struct ft__meta {
   uint32_t k, m, group, pos; /* this node's group code and place */
   uint32_t group_size;
   uint32_t nlocal;
+  uint32_t flags;            /* FT_META_* */
   char host[FT_NAME_MAX];
   ft__rank_rec_t ranks[FT_MAX_LOCAL];
   char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */

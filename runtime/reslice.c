@@ -1,0 +1,362 @@
+/*
+ * Restore onto a different number of ranks (after ft-restore --mode shrink).
+ *
+ * The restore point then holds the buffers of the OLD ranks: every surviving
+ * node keeps its own old ranks in its slot, and the lost nodes' old ranks in
+ * adopt<N>/ stores that ft-restore rebuilt there.  The first trainer of each
+ * node serves what its node holds.  Every trainer asks for what it needs:
+ *
+ *  - a private buffer (global_bytes == 0) comes whole from the old rank with
+ *    the same app_comm rank (new rank r continues old rank r);
+ *  - a slice of a global tensor comes from every old rank whose slice of the
+ *    same tensor overlaps it (Universal Checkpointing's re-slicing, in
+ *    memory): each restored byte is the snapshot's byte at its global offset.
+ *
+ * Tables are allgathered, requests and bytes move with two MPI_Alltoallv.
+ * Servers verify the CRCs of the regions they serve before sending.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ctx.h"
+#include "runtime/error.h"
+#include "runtime/reslice.h"
+
+/* One old rank held by the calling server. */
+typedef struct held {
+  ft__rank_rec_t rec;
+  ft__slot_t *slot;
+  int idx; /* local index inside slot */
+} held_t;
+
+typedef struct server {
+  ft__meta_t *meta;
+  ft__slot_t adopted[FT_MAX_LOCAL];
+  int nadopted;
+  held_t held[4 * FT_MAX_LOCAL];
+  int nheld;
+} server_t;
+
+/* What travels in the table allgather: an old rank and who serves it. */
+typedef struct entry {
+  ft__rank_rec_t rec;
+  int server;
+} entry_t;
+
+typedef struct request {
+  uint32_t old_rank;
+  uint64_t src_off; /* inside the old rank's region */
+  uint64_t len;
+} request_t;
+
+typedef struct want {
+  request_t q;
+  int server;
+  int reg;
+  uint64_t dst_off;
+} want_t;
+
+static void hold(server_t *sv, const ft__meta_t *m, ft__slot_t *slot) {
+  for (uint32_t i = 0; i < m->nlocal && sv->nheld < 4 * FT_MAX_LOCAL; i++) {
+    held_t *h = &sv->held[sv->nheld++];
+    h->rec = m->ranks[i];
+    h->slot = slot;
+    h->idx = (int)i;
+  }
+}
+
+/* adopt<N>/ directories: a lost node's meta and its slot of the version. */
+static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
+  DIR *d = opendir(c->dir);
+  if (!d)
+    return FT_EIO;
+  struct dirent *e;
+  int rc = FT_OK;
+  char sub[FT_PATH_MAX + 300], msg[512];
+  while (rc == FT_OK && (e = readdir(d)) && sv->nadopted < FT_MAX_LOCAL) {
+    if (strncmp(e->d_name, "adopt", 5) != 0)
+      continue;
+    snprintf(sub, sizeof(sub), "%s/%s", c->dir, e->d_name);
+    ft__slot_t *s = &sv->adopted[sv->nadopted];
+    int idx = (int)(c->ctl->restore_version % FT_NSLOTS);
+    if ((rc = ft__meta_read(sub, tmp, msg, sizeof(msg))) ||
+        (rc = ft__slot_open(s, sub, idx, c->cfg.job, msg, sizeof(msg)))) {
+      FT_LOGE(&c->log, "ft_restore: %s", msg);
+      break;
+    }
+    if (s->hdr->version != c->ctl->restore_version ||
+        ft__slot_state(s) != FT_SLOT_COMMITTED) {
+      FT_LOGE(&c->log, "ft_restore: %s holds version %llu, not %llu committed",
+              s->path, (unsigned long long)s->hdr->version,
+              (unsigned long long)c->ctl->restore_version);
+      rc = FT_ECORRUPT;
+      break;
+    }
+    hold(sv, tmp, s);
+    sv->nadopted++;
+  }
+  closedir(d);
+  return rc;
+}
+
+static int open_server(ft_ctx_t *c, server_t *sv, ft__slot_t *own) {
+  char msg[512];
+  sv->meta = malloc(sizeof(*sv->meta));
+  ft__meta_t *tmp = malloc(sizeof(*tmp));
+  int rc = sv->meta && tmp ? FT_OK : FT_ENOMEM;
+  if (rc == FT_OK && (rc = ft__meta_read(c->dir, sv->meta, msg, sizeof(msg))))
+    FT_LOGE(&c->log, "ft_restore: %s", msg);
+  if (rc == FT_OK) {
+    hold(sv, sv->meta, own);
+    rc = open_adopted(c, sv, tmp);
+  }
+  free(tmp);
+  return rc;
+}
+
+static void close_server(server_t *sv) {
+  for (int i = 0; i < sv->nadopted; i++)
+    ft__slot_close(&sv->adopted[i]);
+  free(sv->meta);
+}
+
+/* Every old rank's table, with the app rank that serves it. */
+static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
+                        int *nall) {
+  int me, n;
+  MPI_Comm_rank(c->app_comm, &me);
+  MPI_Comm_size(c->app_comm, &n);
+  entry_t *mine = calloc((size_t)sv->nheld + 1, sizeof(entry_t));
+  int cnt = sv->nheld * (int)sizeof(entry_t);
+  for (int i = 0; mine && i < sv->nheld; i++) {
+    mine[i].rec = sv->held[i].rec;
+    mine[i].server = me;
+  }
+  int *counts = calloc((size_t)n, sizeof(int)), *displs = calloc((size_t)n, sizeof(int));
+  int rc = mine && counts && displs ? FT_OK : FT_ENOMEM;
+  if (rc == FT_OK)
+    MPI_Allgather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, c->app_comm);
+  size_t total = 0;
+  for (int i = 0; rc == FT_OK && i < n; i++) {
+    displs[i] = (int)total;
+    total += (size_t)counts[i];
+  }
+  *all = rc == FT_OK ? malloc(total + 1) : NULL;
+  if (rc == FT_OK && !*all)
+    rc = FT_ENOMEM;
+  if (rc == FT_OK)
+    MPI_Allgatherv(mine, cnt, MPI_BYTE, *all, counts, displs, MPI_BYTE,
+                   c->app_comm);
+  *nall = (int)(total / sizeof(entry_t));
+  free(mine);
+  free(counts);
+  free(displs);
+  return rc;
+}
+
+static const ft__buf_rec_t *find_buf(const ft__rank_rec_t *r, const char *name) {
+  for (uint32_t b = 0; b < r->nbufs; b++)
+    if (strcmp(r->bufs[b].name, name) == 0)
+      return &r->bufs[b];
+  return NULL;
+}
+
+static int add_want(want_t **w, int *n, int *cap, want_t x) {
+  if (*n == *cap) {
+    *cap = *cap ? 2 * *cap : 64;
+    want_t *p = realloc(*w, (size_t)*cap * sizeof(want_t));
+    if (!p)
+      return FT_ENOMEM;
+    *w = p;
+  }
+  (*w)[(*n)++] = x;
+  return FT_OK;
+}
+
+/* Requests for one registered buffer; FT_EMISMATCH if not fully covered. */
+static int plan_buffer(ft_ctx_t *c, int reg, const entry_t *all, int nall,
+                       int me, want_t **w, int *n, int *cap) {
+  const ft__reg_t *r = &c->regs[reg];
+  uint64_t lo = r->opts.global_offset, hi = lo + r->bytes, covered = 0;
+  int rc = FT_OK;
+  for (int e = 0; e < nall && rc == FT_OK; e++) {
+    const ft__buf_rec_t *b = find_buf(&all[e].rec, r->name);
+    if (!b)
+      continue;
+    want_t x = {.q = {.old_rank = all[e].rec.rank}, .server = all[e].server,
+                .reg = reg};
+    if (!r->opts.global_bytes) {
+      if (all[e].rec.rank != (uint32_t)me || b->global_bytes || b->bytes != r->bytes)
+        continue;
+      x.q.src_off = b->offset;
+      x.q.len = r->bytes;
+    } else {
+      uint64_t blo = b->global_offset, bhi = blo + b->bytes;
+      if (b->global_bytes != r->opts.global_bytes || bhi <= lo || blo >= hi)
+        continue;
+      uint64_t s = blo > lo ? blo : lo, t = bhi < hi ? bhi : hi;
+      x.q.src_off = b->offset + (s - blo);
+      x.q.len = t - s;
+      x.dst_off = s - lo;
+    }
+    covered += x.q.len;
+    rc = add_want(w, n, cap, x);
+  }
+  if (rc == FT_OK && covered != r->bytes) {
+    FT_LOGE(&c->log,
+            "ft_restore: buffer '%s' (%zu bytes%s) is covered by %llu bytes of "
+            "the snapshot: it cannot be re-sliced from what was saved",
+            r->name, r->bytes, r->opts.global_bytes ? ", global slice" : "",
+            (unsigned long long)covered);
+    rc = FT_EMISMATCH;
+  }
+  return rc;
+}
+
+static const held_t *find_held(const server_t *sv, uint32_t rank) {
+  for (int i = 0; i < sv->nheld; i++)
+    if (sv->held[i].rec.rank == rank)
+      return &sv->held[i];
+  return NULL;
+}
+
+static uint8_t *region_of(const held_t *h) {
+  return h->slot->map + h->slot->hdr->rank_off[h->idx];
+}
+
+/* Server side: check and pack the requested bytes in request order. */
+static int serve(ft_ctx_t *c, const server_t *sv, const request_t *q, int nq,
+                 uint8_t *out) {
+  char msg[512];
+  for (int i = 0; i < nq; i++) {
+    const held_t *h = find_held(sv, q[i].old_rank);
+    if (!h || q[i].src_off + q[i].len > h->slot->hdr->rank_bytes[h->idx])
+      return FT_EMISMATCH;
+    uint64_t off = h->slot->hdr->rank_off[h->idx] + q[i].src_off;
+    int rc = ft__slot_verify_range(h->slot, off, q[i].len, msg, sizeof(msg));
+    if (rc) {
+      FT_LOGE(&c->log, "ft_restore: %s", msg);
+      return rc;
+    }
+    memcpy(out, region_of(h) + q[i].src_off, q[i].len);
+    out += q[i].len;
+  }
+  return FT_OK;
+}
+
+typedef struct plan {
+  int n;
+  int *scount, *sdispl, *rcount, *rdispl; /* request exchange, in bytes */
+  int *dscount, *dsdispl, *drcount, *drdispl; /* data exchange */
+} plan_t;
+
+static int alloc_plan(plan_t *p, int n) {
+  p->n = n;
+  int **v[] = {&p->scount, &p->sdispl, &p->rcount, &p->rdispl,
+               &p->dscount, &p->dsdispl, &p->drcount, &p->drdispl};
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+    if (!(*v[i] = calloc((size_t)n, sizeof(int))))
+      return FT_ENOMEM;
+  return FT_OK;
+}
+
+static void free_plan(plan_t *p) {
+  free(p->scount), free(p->sdispl), free(p->rcount), free(p->rdispl);
+  free(p->dscount), free(p->dsdispl), free(p->drcount), free(p->drdispl);
+}
+
+static void displs(const int *count, int *displ, int n) {
+  int off = 0;
+  for (int i = 0; i < n; i++) {
+    displ[i] = off;
+    off += count[i];
+  }
+}
+
+/* Sort wants by server so each server's requests are contiguous. */
+static int by_server(const void *a, const void *b) {
+  return ((const want_t *)a)->server - ((const want_t *)b)->server;
+}
+
+static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
+  int n, rc;
+  MPI_Comm_size(c->app_comm, &n);
+  plan_t p = {0};
+  if ((rc = alloc_plan(&p, n))) {
+    free_plan(&p);
+    return rc;
+  }
+  qsort(w, (size_t)nw, sizeof(*w), by_server);
+  request_t *q = malloc((size_t)nw * sizeof(*q) + 1);
+  uint64_t want_bytes = 0;
+  for (int i = 0; q && i < nw; i++) {
+    q[i] = w[i].q;
+    p.scount[w[i].server] += (int)sizeof(request_t);
+    p.drcount[w[i].server] += (int)w[i].q.len;
+    want_bytes += w[i].q.len;
+  }
+  MPI_Alltoall(p.scount, 1, MPI_INT, p.rcount, 1, MPI_INT, c->app_comm);
+  displs(p.scount, p.sdispl, n);
+  displs(p.rcount, p.rdispl, n);
+  int nin = (p.rdispl[n - 1] + p.rcount[n - 1]) / (int)sizeof(request_t);
+  request_t *in = malloc((size_t)nin * sizeof(*in) + 1);
+  MPI_Alltoallv(q, p.scount, p.sdispl, MPI_BYTE, in, p.rcount, p.rdispl,
+                MPI_BYTE, c->app_comm);
+  uint64_t out_bytes = 0;
+  for (int s = 0, i = 0; s < n; s++)
+    for (int j = 0; j < p.rcount[s] / (int)sizeof(request_t); j++, i++) {
+      p.dscount[s] += (int)in[i].len;
+      out_bytes += in[i].len;
+    }
+  displs(p.dscount, p.dsdispl, n);
+  displs(p.drcount, p.drdispl, n);
+  uint8_t *out = malloc(out_bytes + 1), *got = malloc(want_bytes + 1);
+  rc = q && in && out && got ? serve(c, sv, in, nin, out) : FT_ENOMEM;
+  /* Every rank takes part in the data exchange even after a local error,
+   * so that nobody waits; the agreement afterwards decides. */
+  MPI_Alltoallv(out, p.dscount, p.dsdispl, MPI_BYTE, got, p.drcount,
+                p.drdispl, MPI_BYTE, c->app_comm);
+  rc = ft__agree(c->app_comm, rc);
+  for (int i = 0, off = 0; rc == FT_OK && i < nw; off += (int)w[i].q.len, i++) {
+    ft__reg_t *r = &c->regs[w[i].reg];
+    if (r->opts.memory == FT_MEM_CUDA)
+      rc = ft__cuda_copy_h2d(c->cuda, (uint8_t *)r->ptr + w[i].dst_off,
+                             got + off, w[i].q.len);
+    else
+      memcpy((uint8_t *)r->ptr + w[i].dst_off, got + off, w[i].q.len);
+  }
+  free(q), free(in), free(out), free(got);
+  free_plan(&p);
+  return rc;
+}
+
+static int plan_all(ft_ctx_t *c, const server_t *sv, want_t **w, int *nw) {
+  entry_t *all = NULL;
+  int nall = 0, cap = 0, me;
+  MPI_Comm_rank(c->app_comm, &me);
+  int rc = share_tables(c, sv, &all, &nall);
+  for (int reg = 0; rc == FT_OK && reg < c->nregs; reg++)
+    rc = plan_buffer(c, reg, all, nall, me, w, nw, &cap);
+  free(all);
+  return rc;
+}
+
+int ft__reslice_restore(ft_ctx_t *c, ft__slot_t *own) {
+  server_t *sv = calloc(1, sizeof(*sv)); /* large: keep it off the stack */
+  int rc = !sv ? FT_ENOMEM : c->local_idx == 0 ? open_server(c, sv, own)
+                                                : FT_OK;
+  want_t *w = NULL;
+  int nw = 0;
+  if ((rc = ft__agree(c->app_comm, rc)) == FT_OK)
+    rc = plan_all(c, sv, &w, &nw);
+  /* Nobody touches a buffer unless every rank's plan is complete. */
+  if ((rc = ft__agree(c->app_comm, rc)) == FT_OK)
+    rc = exchange(c, sv, w, nw);
+  free(w);
+  if (sv)
+    close_server(sv);
+  free(sv);
+  return rc;
+}
