@@ -358,6 +358,14 @@ static int check_tables(smp_t *s) {
   for (int i = 0; i < s->c->nlocal; i++) {
     const ft__ctl_rank_t *r = &s->ctl->rank[i];
     const ft__rank_rec_t *o = &s->meta->ranks[i];
+    if (r->app_rank != o->rank) {
+      snprintf(s->msg, sizeof(s->msg),
+               "%s/meta: trainer %d of this node was rank %u when the "
+               "snapshot was taken and is rank %u now: launch the nodes in "
+               "the stored order (node %d of the layout is here)",
+               s->c->dir, i, o->rank, r->app_rank, s->node);
+      return FT_EMISMATCH;
+    }
     for (uint32_t b = 0; b < r->nbufs || b < o->nbufs; b++) {
       if (b < r->nbufs && b < o->nbufs &&
           strcmp(r->bufs[b].name, o->bufs[b].name) == 0 &&
