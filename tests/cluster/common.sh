@@ -11,6 +11,7 @@ FT_RSH=$SRC/scripts/ft-rsh
 MPI_NODES=$BLD/tests/cluster/mpi_nodes
 RUNDIR=${FT_CLUSTER_RUNDIR:-/run/ftrt-cluster}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PATH=$BLD:$SRC/scripts:$PATH # the built tools (ft-restore, ft-status)
 unset FT_CLUSTER
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-cluster-test.XXXXXX")

@@ -16,7 +16,7 @@ expect_rc() {  # expect_rc RC MESSAGE-PATTERN ARGS...: ft-launch ARGS fails so
 
 grep -q -- '--restarts R' <<<"$("$L" --help)" || fail "--help"
 expect_rc 2 'no PROGRAM' --nodes 2
-expect_rc 2 'restart loop .* not built yet' --restarts 1 -- true
+expect_rc 2 'expected a number' --restarts x -- true
 expect_rc 2 'needs at least 4 nodes' --nodes 2 --ec 3+1 -- true
 expect_rc 2 'expected K+M' --ec 3 -- true
 expect_rc 2 'job name' --job 'a/b' -- true
@@ -24,7 +24,11 @@ expect_rc 2 'timeout' --timeout 0 -- true
 expect_rc 2 'exclude each other' --cluster --hostfile /dev/null -- true
 expect_rc 2 'unknown option' --frobnicate -- true
 expect_rc 2 '--ppn' --ppn 0 -- true
-ok "usage errors exit 2 with a message; --restarts R > 0 is refused for now"
+ok "usage errors exit 2 with a message"
+# A failing program is retried: ft-restore runs (and here finds no store).
+FT_STORE_ROOT=$WORK/store expect_rc 1 'restart 1 of 1: attempt failed with status 1; recovering' --restarts 1 --job none -- false
+grep -q "ft-restore failed" "$WORK/rc.out" || { cat "$WORK/rc.out"; fail "--restarts did not run ft-restore"; }
+ok "--restarts: a failed attempt runs ft-restore before relaunching"
 
 out=$("$L" --dry-run --nodes 3 --ppn 2 -- prog a b) || fail "--dry-run"
 for w in ' -np 9 ' ' -x FT_VIRTUAL_NODE_RANKS ' ' -x FT_JOB ' ' -x FT_TIMEOUT ' ' --oversubscribe '; do
