@@ -221,55 +221,84 @@ static void sources(const ft__restore_t *r, task_t *t) {
   }
 }
 
+/* All pieces go out at once, straight from the slot; MPI paces them. */
 static int send_chunk(ft__restore_t *r, const task_t *t, int i) {
   const ft__slot_t *sl = &r->slot[r->my_slot];
   const uint8_t *src = ft__slot_chunk(sl, (uint32_t)t->src_role[i]);
   size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
-  for (size_t off = 0; off < chunk; off += piece) {
-    size_t len = chunk - off < piece ? chunk - off : piece;
-    if (MPI_Send(src + off, (int)len, MPI_BYTE, t->owner, 3, r->comm) !=
-        MPI_SUCCESS)
-      return FT_EMPI;
+  size_t np = (chunk + piece - 1) / piece;
+  MPI_Request *req = malloc((np + 1) * sizeof(*req));
+  if (!req)
+    return FT_ENOMEM;
+  for (size_t q = 0; q < np; q++) {
+    size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
+    MPI_Isend(src + off, (int)len, MPI_BYTE, t->owner, 3, r->comm, &req[q]);
   }
-  return FT_OK;
+  int rc = MPI_Waitall((int)np, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS
+               ? FT_OK
+               : FT_EMPI;
+  free(req);
+  return rc;
 }
 
-/* Decode piece by piece: chunks[] points at received pieces for the
- * sources, at the slot for the wanted chunk, at scratch for the rest. */
+/* Where piece `off` of every role goes: sources and scratch in buffer set
+ * `set`, the wanted chunk straight into the slot. */
+static void point(const ft__restore_t *r, const task_t *t, uint8_t *bufs,
+                  int set, uint8_t *dst, size_t off, uint8_t **chunks) {
+  int n = r->gsize[t->g];
+  size_t piece = r->cfg.piece_bytes;
+  for (int role = 0; role < n; role++)
+    chunks[role] = bufs + ((size_t)set * (size_t)n + (size_t)role) * piece;
+  chunks[t->role] = dst + off;
+}
+
+/* Receive piece `off` of the k sources (a local source is copied: in shrink
+ * mode the adopting survivor may hold one itself). */
+static void post_piece(ft__restore_t *r, const task_t *t, uint8_t **chunks,
+                       size_t off, size_t len, MPI_Request *req) {
+  for (int i = 0; i < kg(r, t->g); i++) {
+    uint8_t *to = chunks[t->src_role[i]];
+    if (t->src_rank[i] == r->rank) {
+      memcpy(to, ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->src_role[i]) + off,
+             len);
+      req[i] = MPI_REQUEST_NULL;
+    } else {
+      MPI_Irecv(to, (int)len, MPI_BYTE, t->src_rank[i], 3, r->comm, &req[i]);
+    }
+  }
+}
+
+/* Decode piece by piece, receiving piece q+1 while decoding piece q.  The
+ * codec solves with exactly the k sources: every other role is erased. */
 static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
                         uint8_t *bufs) {
   int n = r->gsize[t->g], k = kg(r, t->g);
   size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
   uint8_t *dst = ft__slot_chunk(target(r, t->node), (uint32_t)t->role);
   int erased[FT_MAX_CHUNKS], ne = 0, is_src[FT_MAX_CHUNKS] = {0};
-  uint8_t *chunks[FT_MAX_CHUNKS];
   for (int i = 0; i < k; i++)
-    is_src[t->src_role[i]] = i + 1;
+    is_src[t->src_role[i]] = 1;
   for (int role = 0; role < n; role++)
     if (!is_src[role])
       erased[ne++] = role;
-  MPI_Request req[FT_MAX_CHUNKS];
+  uint8_t *chunks[2][FT_MAX_CHUNKS];
+  MPI_Request req[2][FT_MAX_CHUNKS];
+  size_t np = (chunk + piece - 1) / piece;
   int rc = FT_OK;
-  for (size_t off = 0; off < chunk && rc == FT_OK; off += piece) {
+  for (size_t q = 0; q <= np && rc == FT_OK; q++) {
+    if (q < np) { /* post q */
+      size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
+      point(r, t, bufs, (int)(q % 2), dst, off, chunks[q % 2]);
+      post_piece(r, t, chunks[q % 2], off, len, req[q % 2]);
+    }
+    if (q == 0)
+      continue;
+    size_t p = q - 1, off = p * piece; /* decode q-1 */
     size_t len = chunk - off < piece ? chunk - off : piece;
-    for (int role = 0; role < n; role++)
-      chunks[role] = bufs + (size_t)role * piece;
-    chunks[t->role] = dst + off;
-    /* In shrink mode the adopting survivor may hold a source itself. */
-    for (int i = 0; i < k; i++)
-      if (t->src_rank[i] == r->rank) {
-        memcpy(chunks[t->src_role[i]],
-               ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->src_role[i]) + off,
-               len);
-        req[i] = MPI_REQUEST_NULL;
-      } else {
-        MPI_Irecv(chunks[t->src_role[i]], (int)len, MPI_BYTE, t->src_rank[i],
-                  3, r->comm, &req[i]);
-      }
-    if (MPI_Waitall(k, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+    if (MPI_Waitall(k, req[p % 2], MPI_STATUSES_IGNORE) != MPI_SUCCESS)
       return FT_EMPI;
-    rc = ft__codec_decode(codec, len, chunks, erased, ne);
-    if (off >= chunk / 2 && off < chunk / 2 + piece)
+    rc = ft__codec_decode(codec, len, chunks[p % 2], erased, ne);
+    if (p == np / 2)
       ft__fault_point(&r->fault, "restore", r->rank, r->host);
   }
   return rc;
@@ -320,7 +349,7 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of) {
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)
     widest = r->gsize[g] > widest ? r->gsize[g] : widest;
-  uint8_t *bufs = malloc((size_t)widest * r->cfg.piece_bytes);
+  uint8_t *bufs = malloc((size_t)(2 * widest) * r->cfg.piece_bytes);
   if (!bufs)
     return FT_ENOMEM;
   int rc = FT_OK, done = 0, total = count_tasks(r);
