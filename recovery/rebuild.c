@@ -11,7 +11,6 @@
  * first k healthy chunks of the stripe and marks the other m as erased, so
  * the codec always solves with exactly k known chunks.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,27 +19,6 @@
 #include "recovery/survey.h"
 #include "runtime/ctl.h"
 #include "runtime/error.h"
-
-static int say(ft__restore_t *r, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int say(ft__restore_t *r, int rc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-static int kg(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
-
-/* Node holding role `role` of stripe s in group g. */
-static int node_at(const ft__restore_t *r, int g, int s, int role) {
-  int n = r->gsize[g], k = kg(r, g);
-  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
-                     : ft__layout_parity_pos(n, r->m, s, role - k);
-  return r->members[g][pos];
-}
 
 /* ---- plan ---- */
 
@@ -79,7 +57,7 @@ static void assign_helpers(ft__restore_t *r, int *helper_of) {
  * fewer nodes, encodes anew at its first snapshot. */
 static int wanted(const ft__restore_t *r, int g, int node, int role) {
   return ft__chunk_bad(r, node, role) &&
-         !(shrinking(r) && r->rank_of_node[node] < 0 && role >= kg(r, g));
+         !(shrinking(r) && r->rank_of_node[node] < 0 && role >= ft__group_k(r, g));
 }
 
 static void lost_list(const ft__restore_t *r, int g, char *out, size_t len) {
@@ -100,12 +78,12 @@ static int check_recoverable(ft__restore_t *r) {
     for (int s = 0; s < n; s++) {
       int erased = 0;
       for (int role = 0; role < n; role++)
-        erased += ft__chunk_bad(r, node_at(r, g, s, role), role);
+        erased += ft__chunk_bad(r, ft__node_at(r, g, s, role), role);
       if (erased <= r->m)
         continue;
       char lost[512];
       lost_list(r, g, lost, sizeof(lost));
-      return say(r, FT_ETOOMANY,
+      return ft__rsay(r, FT_ETOOMANY,
                  "group %d lost %d chunks of stripe %d but m=%d: lost hosts "
                  "[%s]%s; version %llu (step %llu) cannot be rebuilt; "
                  "nothing was changed",
@@ -177,7 +155,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
   ft__slot_geom_t geom;
   int rc = ft__slot_geom_local(&geom, m->nlocal, bytes);
   if (rc == FT_OK)
-    rc = ft__slot_geom_code(&geom, (uint32_t)kg(r, g),
+    rc = ft__slot_geom_code(&geom, (uint32_t)ft__group_k(r, g),
                             shrinking(r) ? 0u : (uint32_t)r->m,
                             r->chunk_of_group[g]);
   char msg[512] = "";
@@ -191,7 +169,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
     if (!shrinking(r))
       r->my_slot = idx;
   } else {
-    say(r, rc, "%s: cannot prepare a store for node %d: %s", r->host, node,
+    ft__rsay(r, rc, "%s: cannot prepare a store for node %d: %s", r->host, node,
         msg);
   }
   return rc;
@@ -211,9 +189,9 @@ typedef struct task {
 } task_t;
 
 static void sources(const ft__restore_t *r, task_t *t) {
-  int n = r->gsize[t->g], k = kg(r, t->g), got = 0;
+  int n = r->gsize[t->g], k = ft__group_k(r, t->g), got = 0;
   for (int role = 0; role < n && got < k; role++) {
-    int node = node_at(r, t->g, t->s, role);
+    int node = ft__node_at(r, t->g, t->s, role);
     if (ft__chunk_bad(r, node, role))
       continue;
     t->src_role[got] = role;
@@ -256,7 +234,7 @@ static void point(const ft__restore_t *r, const task_t *t, uint8_t *bufs,
  * mode the adopting survivor may hold one itself). */
 static void post_piece(ft__restore_t *r, const task_t *t, uint8_t **chunks,
                        size_t off, size_t len, MPI_Request *req) {
-  for (int i = 0; i < kg(r, t->g); i++) {
+  for (int i = 0; i < ft__group_k(r, t->g); i++) {
     uint8_t *to = chunks[t->src_role[i]];
     if (t->src_rank[i] == r->rank) {
       memcpy(to, ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->src_role[i]) + off,
@@ -272,7 +250,7 @@ static void post_piece(ft__restore_t *r, const task_t *t, uint8_t **chunks,
  * codec solves with exactly the k sources: every other role is erased. */
 static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
                         uint8_t *bufs) {
-  int n = r->gsize[t->g], k = kg(r, t->g);
+  int n = r->gsize[t->g], k = ft__group_k(r, t->g);
   size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
   uint8_t *dst = ft__slot_chunk(target(r, t->node), (uint32_t)t->role);
   int erased[FT_MAX_CHUNKS], ne = 0, is_src[FT_MAX_CHUNKS] = {0};
@@ -306,13 +284,13 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
 
 static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs) {
   sources(r, t);
-  for (int i = 0; i < kg(r, t->g) && t->owner != r->rank; i++)
+  for (int i = 0; i < ft__group_k(r, t->g) && t->owner != r->rank; i++)
     if (t->src_rank[i] == r->rank)
       return send_chunk(r, t, i);
   if (t->owner != r->rank)
     return FT_OK;
   ft__codec_t *codec;
-  int rc = ft__codec_create(kg(r, t->g), r->m, &codec);
+  int rc = ft__codec_create(ft__group_k(r, t->g), r->m, &codec);
   if (rc == FT_OK)
     rc = decode_chunk(r, t, codec, bufs);
   ft__codec_destroy(codec);
@@ -330,8 +308,8 @@ static void progress(const ft__restore_t *r, const task_t *t, int node,
     return;
   printf("ft-restore: [%d/%d] group %d stripe %d: %s chunk %d of %s -> %s\n",
          done, total, t->g, t->s,
-         t->role < kg(r, t->g) ? "data" : "parity",
-         t->role < kg(r, t->g) ? t->role : t->role - kg(r, t->g),
+         t->role < ft__group_k(r, t->g) ? "data" : "parity",
+         t->role < ft__group_k(r, t->g) ? t->role : t->role - ft__group_k(r, t->g),
          r->hosts[node], r->all[t->owner].host);
   fflush(stdout);
 }
@@ -341,7 +319,7 @@ static int count_tasks(const ft__restore_t *r) {
   for (int g = 0; g < r->ngroups; g++)
     for (int s = 0; s < r->gsize[g]; s++)
       for (int role = 0; role < r->gsize[g]; role++)
-        total += wanted(r, g, node_at(r, g, s, role), role);
+        total += wanted(r, g, ft__node_at(r, g, s, role), role);
   return total;
 }
 
@@ -356,7 +334,7 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of) {
   for (int g = 0; g < r->ngroups && rc == FT_OK; g++)
     for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
       for (int role = 0; role < r->gsize[g] && rc == FT_OK; role++) {
-        int node = node_at(r, g, s, role);
+        int node = ft__node_at(r, g, s, role);
         if (!wanted(r, g, node, role))
           continue;
         task_t t = {.g = g, .s = s, .role = role, .node = node,
@@ -399,7 +377,7 @@ static int seal(ft__restore_t *r, int spare) {
   char msg[512];
   int rc = ft__slot_verify(sl, 0, sl->hdr->k + sl->hdr->m, msg, sizeof(msg));
   if (rc)
-    say(r, rc, "after repair: %s", msg);
+    ft__rsay(r, rc, "after repair: %s", msg);
   return rc;
 }
 
@@ -487,26 +465,8 @@ static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
   int grc = share_group(r, m, member ? (int)m->group : -1,
                         member ? (int)m->pos : 0);
   if (rc)
-    say(r, rc, "%s", msg);
+    ft__rsay(r, rc, "%s", msg);
   return rc ? rc : grc;
-}
-
-static int agree(ft__restore_t *r, int rc) {
-  int out = rc;
-  MPI_Allreduce(&rc, &out, 1, MPI_INT, MPI_MIN, r->comm);
-  return out;
-}
-
-/* Everyone learns the reason from the lowest rank that has one. */
-static int agree_msg(ft__restore_t *r, int rc) {
-  int agreed = agree(r, rc);
-  if (agreed == FT_OK)
-    return FT_OK;
-  int who = rc != FT_OK && r->msg[0] ? r->rank : r->size, first;
-  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, r->comm);
-  if (first < r->size)
-    MPI_Bcast(r->msg, sizeof(r->msg), MPI_CHAR, first, r->comm);
-  return agreed;
 }
 
 static void print_plan(const ft__restore_t *r, const int *helper_of) {
@@ -541,7 +501,7 @@ int ft__rebuild(ft__restore_t *r) {
   int rc = check_recoverable(r);
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
     if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
-      rc = say(r, FT_EINVAL,
+      rc = ft__rsay(r, FT_EINVAL,
                "replace mode needs %d spare node(s) (nodes without a store "
                "of this job), this launch has fewer: add spares or use "
                "--mode shrink",
@@ -564,17 +524,17 @@ int ft__rebuild(ft__restore_t *r) {
       lrc = shape_helper(r, spare_meta, node);
     if (lrc == FT_OK && r->rank == helper_of[node] && shrinking(r))
       lrc = write_adopted_meta(r, node, spare_meta);
-    rc = agree_msg(r, lrc);
+    rc = ft__ragree(r, lrc);
   }
   if (rc == FT_OK)
-    rc = agree_msg(r, rebuild_all(r, helper_of));
+    rc = ft__ragree(r, rebuild_all(r, helper_of));
   int is_spare = 0;
   for (int node = 0; node < r->nnodes; node++)
     is_spare |= helper_of[node] == r->rank;
   if (rc == FT_OK)
-    rc = agree_msg(r, seal(r, is_spare));
+    rc = ft__ragree(r, seal(r, is_spare));
   if (rc == FT_OK)
-    rc = agree_msg(r, shrinking(r) ? write_shrunk(r)
+    rc = ft__ragree(r, shrinking(r) ? write_shrunk(r)
                                    : write_epoch(r, spare_meta, helper_of));
   r->seconds = MPI_Wtime() - t0;
 out:

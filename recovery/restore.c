@@ -10,24 +10,13 @@
 #include "recovery/survey.h"
 #include "recovery/verify.h"
 
-static int agree(ft__restore_t *r, int rc) {
-  int out = rc;
-  MPI_Allreduce(&rc, &out, 1, MPI_INT, MPI_MIN, r->comm);
-  if (out != FT_OK) {
-    int who = rc != FT_OK ? r->rank : r->size, first;
-    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, r->comm);
-    if (first < r->size)
-      MPI_Bcast(r->msg, sizeof(r->msg), MPI_CHAR, first, r->comm);
-  }
-  return out;
-}
 
 int ft__restore_run(ft__restore_t *r) {
-  int rc = agree(r, ft__survey(r));
+  int rc = ft__ragree(r, ft__survey(r));
   if (rc)
     return rc;
   if (r->opts.verify)
-    return agree(r, ft__verify(r));
+    return ft__ragree(r, ft__verify(r));
   return ft__rebuild(r);
 }
 

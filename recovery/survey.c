@@ -13,15 +13,33 @@
 #include "recovery/survey.h"
 #include "runtime/error.h"
 
-static int say(ft__restore_t *r, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int say(ft__restore_t *r, int rc, const char *fmt, ...) {
+int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
   va_end(ap);
   return rc;
+}
+
+int ft__ragree(ft__restore_t *r, int rc) {
+  int out = rc;
+  MPI_Allreduce(&rc, &out, 1, MPI_INT, MPI_MIN, r->comm);
+  if (out == FT_OK)
+    return FT_OK;
+  int who = rc != FT_OK && r->msg[0] ? r->rank : r->size, first;
+  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, r->comm);
+  if (first < r->size)
+    MPI_Bcast(r->msg, sizeof(r->msg), MPI_CHAR, first, r->comm);
+  return out;
+}
+
+int ft__group_k(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
+
+int ft__node_at(const ft__restore_t *r, int g, int s, int role) {
+  int n = r->gsize[g], k = ft__group_k(r, g);
+  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
+                     : ft__layout_parity_pos(n, r->m, s, role - k);
+  return r->members[g][pos];
 }
 
 static void read_members(ft__restore_t *r, ft__rnode_t *me) {
@@ -76,14 +94,14 @@ static int check_layout(ft__restore_t *r) {
   for (int i = 0; i < r->size; i++) {
     const ft__rnode_t *n = &r->all[i];
     if (n->err)
-      return say(r, n->err, "%s: %s", n->host, n->err_msg);
+      return ft__rsay(r, n->err, "%s: %s", n->host, n->err_msg);
     if (!n->has_meta)
       continue;
     if (first < 0)
       first = i;
     const ft__rnode_t *f = &r->all[first];
     if (n->nnodes != f->nnodes || n->m != f->m)
-      return say(r, FT_EMISMATCH,
+      return ft__rsay(r, FT_EMISMATCH,
                  "%s and %s hold stores of different layouts (%d nodes m=%d "
                  "vs %d nodes m=%d)",
                  f->host, n->host, f->nnodes, f->m, n->nnodes, n->m);
@@ -91,7 +109,7 @@ static int check_layout(ft__restore_t *r) {
       r->epoch = n->epoch;
   }
   if (first < 0)
-    return say(r, FT_ENOENT, "no node holds a store of job '%s' under %s",
+    return ft__rsay(r, FT_ENOENT, "no node holds a store of job '%s' under %s",
                r->cfg.job, r->cfg.store_root);
   r->nnodes = r->all[first].nnodes;
   r->m = r->all[first].m;
@@ -121,7 +139,7 @@ static int map_nodes(ft__restore_t *r) {
     if (!n->has_meta)
       continue;
     if (n->node < 0 || n->node >= r->nnodes || r->rank_of_node[n->node] >= 0)
-      return say(r, FT_EMISMATCH, "two nodes claim node index %d (%s)",
+      return ft__rsay(r, FT_EMISMATCH, "two nodes claim node index %d (%s)",
                  n->node, n->host);
     r->rank_of_node[n->node] = i;
     if (n->group >= r->ngroups)
@@ -138,7 +156,7 @@ static int map_nodes(ft__restore_t *r) {
   }
   for (int node = 0; node < r->nnodes; node++)
     if (r->group_of[node] < 0)
-      return say(r, FT_ETOOMANY,
+      return ft__rsay(r, FT_ETOOMANY,
                  "node %d (%s) and its whole group are lost: no survivor "
                  "describes it, nothing can be rebuilt",
                  node, r->hosts[node][0] ? r->hosts[node] : "?");
@@ -181,7 +199,7 @@ static int pick_version(ft__restore_t *r) {
     }
   }
   if (!r->version)
-    return say(r, FT_ENOSNAPSHOT,
+    return ft__rsay(r, FT_ENOSNAPSHOT,
                "no version of job '%s' is held committed by every surviving "
                "node",
                r->cfg.job);

@@ -7,7 +7,6 @@
  * with the real bytes, and checks that m+1 losses are refused and reported
  * as lost stripes by the layout.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +19,6 @@
 typedef struct tally {
   long stripes, parity_bad, loss_sets, decode_bad, refused_ok;
 } tally_t;
-
-static int kg(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
-
-static int node_at(const ft__restore_t *r, int g, int s, int role) {
-  int n = r->gsize[g], k = kg(r, g);
-  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
-                     : ft__layout_parity_pos(n, r->m, s, role - k);
-  return r->members[g][pos];
-}
 
 /* Positions of set (a bit mask) as codec roles of stripe s. */
 static int roles_of(const ft__restore_t *r, int g, int s, unsigned long set,
@@ -70,7 +60,7 @@ static void check_losses(const ft__restore_t *r, int g, int s, size_t len,
 
 static int check_parity(const ft__restore_t *r, int g, size_t len,
                         uint8_t **held, uint8_t *scratch, ft__codec_t *codec) {
-  int k = kg(r, g), bad = 0;
+  int k = ft__group_k(r, g), bad = 0;
   uint8_t *par[FT_MAX_CHUNKS];
   for (int j = 0; j < r->m; j++)
     par[j] = scratch + (size_t)j * len;
@@ -83,8 +73,8 @@ static int check_parity(const ft__restore_t *r, int g, size_t len,
 /* Gather stripe s of group g at its checker and check it. */
 static int check_stripe(ft__restore_t *r, int g, int s, uint8_t *buf,
                         tally_t *t) {
-  int n = r->gsize[g], k = kg(r, g);
-  int checker = r->rank_of_node[node_at(r, g, s, k)];
+  int n = r->gsize[g], k = ft__group_k(r, g);
+  int checker = r->rank_of_node[ft__node_at(r, g, s, k)];
   size_t chunk = r->chunk_of_group[g], piece = r->cfg.piece_bytes;
   uint8_t *held[FT_MAX_CHUNKS];
   uint8_t *scratch = buf + (size_t)n * piece;
@@ -95,7 +85,7 @@ static int check_stripe(ft__restore_t *r, int g, int s, uint8_t *buf,
   for (size_t off = 0; off < chunk; off += piece) {
     size_t len = chunk - off < piece ? chunk - off : piece;
     for (int role = 0; role < n; role++) {
-      int owner = r->rank_of_node[node_at(r, g, s, role)];
+      int owner = r->rank_of_node[ft__node_at(r, g, s, role)];
       held[role] = buf + (size_t)role * piece;
       const uint8_t *mine =
           owner == r->rank
