@@ -19,21 +19,12 @@
 #include <string.h>
 
 #include "ftrt.h"
+#include "runtime/error.h"
 
 #define MAX_GROUP 255 /* the codec's k + m limit */
 
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail(msg, msglen, ...) ft__msgf(FT_ECONFIG, msg, msglen, __VA_ARGS__)
 
-static int fail(char *msg, size_t msglen, const char *fmt, ...) {
-  if (msg && msglen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-  }
-  return FT_ECONFIG;
-}
 
 /* ---- stripes ---------------------------------------------------------- */
 

@@ -14,23 +14,14 @@
 #include <string.h>
 
 #include "ftrt.h"
+#include "runtime/error.h"
 #include "runtime/fault.h"
 
 #define FT__DEFAULT_TIMEOUT_S 60.0
 #define FT__DEFAULT_PIECE (1u << 20)
 
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail(msg, msglen, ...) ft__msgf(FT_ECONFIG, msg, msglen, __VA_ARGS__)
 
-static int fail(char *msg, size_t msglen, const char *fmt, ...) {
-  if (msg && msglen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-  }
-  return FT_ECONFIG;
-}
 
 void ft__config_defaults(ft__config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));

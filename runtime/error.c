@@ -5,6 +5,8 @@
 #include "runtime/error.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *ft_strerror(int status) {
   switch (status) {
@@ -50,4 +52,14 @@ int ft__from_errno(int err) {
   default:
     return FT_EIO;
   }
+}
+
+int ft__msgf(int status, char *msg, size_t msglen, const char *fmt, ...) {
+  if (msg && msglen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+  }
+  return status;
 }

@@ -7,4 +7,11 @@
 /* Convert an errno value (not -errno) into a status. */
 int ft__from_errno(int err);
 
+#include <stddef.h>
+
+/* Format one line into msg (when msg and msglen are set) and return status:
+ * every module reports "what is wrong" this way. */
+int ft__msgf(int status, char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

@@ -33,18 +33,8 @@
 #define META_MAGIC "FTRTMETA"
 #define PAGE 4096u
 
-static int say(char *msg, size_t msglen, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define say(msg, msglen, status, ...) ft__msgf(status, msg, msglen, __VA_ARGS__)
 
-static int say(char *msg, size_t msglen, int status, const char *fmt, ...) {
-  if (msg && msglen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
 
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
