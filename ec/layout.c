@@ -12,7 +12,6 @@
  */
 #include "ec/layout.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +23,6 @@
 #define MAX_GROUP 255 /* the codec's k + m limit */
 
 #define fail(msg, msglen, ...) ft__msgf(FT_ECONFIG, msg, msglen, __VA_ARGS__)
-
 
 /* ---- stripes ---------------------------------------------------------- */
 

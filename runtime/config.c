@@ -8,7 +8,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +20,6 @@
 #define FT__DEFAULT_PIECE (1u << 20)
 
 #define fail(msg, msglen, ...) ft__msgf(FT_ECONFIG, msg, msglen, __VA_ARGS__)
-
 
 void ft__config_defaults(ft__config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));
