@@ -62,4 +62,16 @@ grep -q "written by a job of 1 node(s) x 2 trainer(s); this launch has 1 x 3" "$
 [ "$before" = "$(md5sum "$FT_STORE_ROOT/$FT_JOB/slot0" "$FT_STORE_ROOT/$FT_JOB/slot1")" ] ||
   fail "the refused relaunch changed the store"
 note "relaunch with 3 trainers refused with a clear message, store unchanged"
+# Two jobs on one host never touch each other's store.
+a=$(md5sum "$FT_STORE_ROOT"/kill-smp-sync/slot* "$FT_STORE_ROOT"/kill-smp-sync/meta)
+FT_JOB=other-job train other 3 --steps 6 --snapshot-every 2 --state-mb 1 || fail "second job failed"
+[ "$a" = "$(md5sum "$FT_STORE_ROOT"/kill-smp-sync/slot* "$FT_STORE_ROOT"/kill-smp-sync/meta)" ] ||
+  fail "job other-job changed job kill-smp-sync's store"
+note "a second job name leaves the first job's store untouched"
+
+# The SMP binds where FT_SMP_CPUSET says, and ft-status shows it.
+FT_JOB=bound FT_SMP_CPUSET=0 train bound 3 --steps 2 --snapshot-every 1 --state-mb 1 || fail "bound run failed"
+FT_JOB=bound "$B/ft-status" | grep -q "binding: bound to CPUs 0 (FT_SMP_CPUSET)" ||
+  { FT_JOB=bound "$B/ft-status"; fail "FT_SMP_CPUSET not applied"; }
+note "FT_SMP_CPUSET=0: $(FT_JOB=bound "$B/ft-status" | grep binding)"
 echo "PASS: single-node recovery"
