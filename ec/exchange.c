@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ec/codec.h"
+#include "ec/crc.h"
 #include "ftrt.h"
 
 static double now(void) {
@@ -68,6 +69,8 @@ static int post(run_t *r, window_t *w, size_t q) {
   for (int d = 0; d < k; d++) {
     int s = mod(x->pos - m - d, x->n);
     const uint8_t *src = x->data + (size_t)d * x->chunk_bytes + q * x->piece_bytes;
+    if (x->data_crc) /* pieces go out in order: the CRC chains */
+      x->data_crc[d] = ft__crc64(x->data_crc[d], src, w->len);
     for (int j = 0; j < m; j++, nr++)
       if (MPI_Isend(src, (int)w->len, MPI_BYTE, peer_rank(x, s + j),
                     tag_of(q, j, d), x->comm, &w->req[nr]) != MPI_SUCCESS)
@@ -115,7 +118,7 @@ static int wait_window(run_t *r, window_t *w, char *msg, size_t msglen) {
     }
     struct timespec ts = {0, (long)(nap * 1e9)};
     nanosleep(&ts, NULL);
-    if (nap < 1e-3)
+    if (nap < 200e-6) /* short naps: a piece of 1 MiB lands in ~1 ms */
       nap *= 2;
   }
   r->x->t_transfer += now() - start;
@@ -194,6 +197,8 @@ int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
   if (x->m == 0 || x->chunk_bytes == 0)
     return FT_OK;
   run_t r = {.x = x, .k = x->n - x->m};
+  if (x->data_crc)
+    memset(x->data_crc, 0, (size_t)r.k * sizeof(uint64_t));
   memset(x->parity, 0, (size_t)x->m * x->chunk_bytes);
   int rc = ft__codec_create(r.k, x->m, &r.codec);
   if (rc == FT_OK)

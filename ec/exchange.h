@@ -24,6 +24,8 @@ typedef struct ft__exchange {
   size_t piece_bytes;
   const uint8_t *data; /* k = n - m contiguous chunks */
   uint8_t *parity;     /* m contiguous chunks, overwritten */
+  uint64_t *data_crc;  /* NULL, or k CRC64s of the data chunks, computed on
+                          the way out (no separate pass over the data) */
   double timeout_s;
   void (*midway)(void *arg); /* optional: called halfway (fault injection) */
   void *midway_arg;

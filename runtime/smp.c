@@ -563,6 +563,7 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
       .piece_bytes = s->c->cfg.piece_bytes,
       .data = ft__slot_chunk(sl, 0),
       .parity = ft__slot_chunk(sl, sl->hdr->k),
+      .data_crc = sl->hdr->crc,
       .timeout_s = s->c->cfg.timeout_s,
       .midway = encode_midway,
       .midway_arg = s,
@@ -635,11 +636,14 @@ static int protect(smp_t *s, uint64_t v) {
   sl->hdr->step = ft__load64(&s->ctl->rank[0].step);
   ft__store32(&s->ctl->phase, FT_PHASE_CRC);
   FT_FAULT_POINT(s->c, "crc");
-  ft__slot_seal_data(sl);
-  ft__slot_set_state(sl, FT_SLOT_LOCAL);
+  /* With peers, the data CRCs are computed as the chunks go out. */
+  if (s->m == 0)
+    ft__slot_seal_data(sl);
   st.last_crc = ft__now() - t;
   ft__store32(&s->ctl->phase, FT_PHASE_ENCODE);
   int rc = encode(s, sl, &st);
+  if (rc == FT_OK)
+    ft__slot_set_state(sl, FT_SLOT_LOCAL);
   /* The commit is collective: a failed encode still takes part, offering
    * only the previous version, so nobody commits v. */
   uint64_t offer = rc == FT_OK ? v : v - 1, agreed = 0;

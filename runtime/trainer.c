@@ -259,8 +259,7 @@ static int start_copy(ft_ctx_t *c) {
     ft__store32(&c->ctl->phase, FT_PHASE_SNAPSHOT);
   if (c->cfg.capture == FT_CAPTURE_SYNC) {
     c->copy_status = copy_out(c);
-    copy_done(c, c->copy_status);
-    return c->copy_status;
+    return c->copy_status; /* ft_snapshot tells the SMP after agreeing */
   }
   c->copy_status = FT_OK;
   if (pthread_create(&c->copier, NULL, copier, c) != 0)
@@ -286,10 +285,15 @@ int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   /* The slot was prepared before the step was known: the SMP copies it into
    * the slot header from here once every trainer has written. */
   ft__store64(&me(c)->step, step);
-  rc = start_copy(c);
-  if (rc == FT_OK)
-    c->version++;
-  return ft__agree(c->app_comm, rc);
+  rc = ft__agree(c->app_comm, start_copy(c));
+  if (rc != FT_OK)
+    return rc; /* every rank retries the same version next time */
+  c->version++;
+  /* In sync mode the SMP is woken only now, so that the trainers' agreement
+   * does not wait behind the SMP's CRC and encode on shared cores. */
+  if (c->cfg.capture == FT_CAPTURE_SYNC)
+    copy_done(c, FT_OK);
+  return FT_OK;
 }
 
 int ft_fence(ft_ctx_t *c) {

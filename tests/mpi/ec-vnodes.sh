@@ -40,7 +40,7 @@ export FT_JOB=lose-one
 train lose 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
 rm -rf "$FT_STORE_ROOT/vnode2/$FT_JOB"
 restore 4 >"$LOGDIR/r1" 2>&1 || { cat "$LOGDIR/r1"; fail "ft-restore failed"; }
-grep -q "restored version 4 (step 8): 1 lost node" "$LOGDIR/r1" || { cat "$LOGDIR/r1"; fail "restore summary"; }
+grep -q "restored version 4 (step 8): 1 lost node(s), 0 corrupt chunk(s)" "$LOGDIR/r1" || { cat "$LOGDIR/r1"; fail "restore summary"; }
 train lose2 8 $ARGS || { log_of lose2 | tail; fail "relaunch failed"; }
 grep -q '^resumed from step 8$' "$LOGDIR/lose2" || fail "relaunch did not resume from step 8"
 expect_digest lose2 "$REF" "node 2 lost and rebuilt"
