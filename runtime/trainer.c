@@ -361,13 +361,21 @@ int ft_restore(ft_ctx_t *c, uint64_t *step) {
   int rc = ft_fence(c);
   if (rc == FT_OK)
     rc = ensure_layout(c);
+  /* After snapshots of this run, the newest one: wait until it is
+   * committed everywhere (no trainer can start another, all are here). */
+  int fresh = c->version > c->ctl->restore_version;
+  if (rc == FT_OK && fresh)
+    rc = wait_for(c, is_committed, "ft_restore");
   if ((rc = ft__agree(c->app_comm, rc)))
     return rc;
-  int slot = c->ctl->restore_slot;
-  if (c->ctl->restore_version == 0 || slot < 0)
+  uint64_t v = fresh ? c->version : c->ctl->restore_version;
+  if (v == 0)
     return FT_ENOSNAPSHOT;
+  int slot = (int)(v % FT_NSLOTS);
   rc = ft__agree(c->app_comm, map_slot(c, slot));
-  if (rc == FT_OK && c->ctl->restore_reslice) {
+  if (rc == FT_OK && c->slot[slot].hdr->version != v)
+    rc = FT_ESTATE;
+  if (rc == FT_OK && !fresh && c->ctl->restore_reslice) {
     rc = ft__reslice_restore(c, &c->slot[slot]);
     if (rc == FT_OK && step)
       *step = c->slot[slot].hdr->step;
