@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Chaos on 4 hosts (k=3, m=1) + 1 spare: kill each position of the group.
+#   3. for each host h1..h4 (one run each, on a fresh cluster): ft-chaos
+#      kill-node after step 8 (step 4 is committed); ft-launch --restarts 1
+#      --spares 1 finds the lost host, puts s1 in its place, runs
+#      ft-restore, relaunches; the job resumes from the restored step and
+#      ends with the fault-free digest.  Every position 0..3 of group 0 is
+#      lost once.
+# shellcheck source=tests/chaos/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_cluster
+STEPS=32 EVERY=2
+TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 4)
+up cgroup 4 --spares 1
+begin "fault-free reference: 4 hosts, 3+1, $STEPS steps"
+reference ref "$STEPS"
+ok "fault-free digest $REF"
+
+positions=
+for i in 1 2 3 4; do
+  h=h$i
+  begin "3. kill $h (node $((i - 1))) after step 8; s1 replaces it"
+  [ "$i" -eq 1 ] || up cgroup 4 --spares 1
+  export FT_JOB=lose-$h
+  log=lose$i
+  launch_bg "$log" "$STEPS" --job "$FT_JOB" --restarts 1 --spares 1
+  chaos "$log" 8 kill-node "$h"
+  finish
+  expect_rc "$log" 0 "kill $h: ft-launch --restarts 1 --spares 1"
+  expect_line "$log" "^ft-launch: job failed; host\(s\) of the job unreachable \(killed or partitioned\): $h$" "kill $h"
+  expect_line "$log" "^ft-launch: lost host\(s\): *$h *; replacing them with spare\(s\) s1$" "kill $h"
+  line=$(grep -E "^ft-restore: lost node $((i - 1)) \($h, group 0 position [0-3]\) -> s1$" "$WORK/$log") ||
+    die_with "$log" "kill $h: ft-restore does not rebuild node $((i - 1)) ($h) onto s1"
+  pos=${line##*position }
+  pos=${pos%%)*}
+  positions="$positions $pos"
+  expect_resumed "$log" 4 "$STEPS" "kill $h"
+  expect_line "$log" "^ft-restore: restored version [0-9]+ \(step $RESUMED\): 1 lost node\(s\), 0 corrupt chunk\(s\), [0-9.]+ MiB rebuilt" "kill $h"
+  hosts="h1 h2 h3 h4"
+  expect_line "$log" "^ft-launch: on cluster $CL: ${hosts/$h/s1};" "kill $h: relaunch with s1 in $h's place"
+  expect_digest "$log" "kill $h"
+  ok "$h (group 0 position $pos) lost: rebuilt on s1, resumed from step $RESUMED, digest matches"
+done
+[ "$(tr ' ' '\n' <<<"$positions" | sort -n | tr -d '\n')" = 0123 ] ||
+  fail "the lost hosts covered positions$positions of the group, not 0 1 2 3"
+echo "PASS: every position of a 3+1 group lost and rebuilt"

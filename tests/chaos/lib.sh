@@ -1,0 +1,210 @@
+# shellcheck shell=bash
+# Sourced by the chaos scripts: a simulated cluster of the script's own
+# (ft-cluster, real namespaces, root), ft-train-example launched on it with
+# ft-launch, faults injected with ft-chaos / ft-cluster / FT_FAULT, and
+# assertions on what a user sees: the final digest against a fault-free
+# run's, "resumed from step S", ft-launch's and ft-restore's lines and exit
+# codes.  Skips (exit 77) without root, namespaces or mpirun.  The cluster
+# is torn down on any exit.
+set -uo pipefail
+
+SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BLD=${FTRT_TOP_BUILDDIR:-$SRC}
+export PATH=$BLD:$SRC/scripts:$PATH   # ft-restore, ft-status, ft-train-example
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+LIMIT=${FT_CHAOS_LIMIT:-180}   # seconds any one launch / restore may take
+KEEP=${FT_CHAOS_KEEP:-}        # FT_CHAOS_KEEP=1 keeps the logs ($WORK)
+# ft-launch hands every FT_* variable to the ranks: start from none but
+# ft-cluster's own settings, so that a user's FT_FAULT or FT_EC_K stays out.
+for v in $(compgen -e | grep '^FT_'); do
+  case $v in FT_CLUSTER_RUNDIR|FT_CLUSTER_PROBE) ;; *) unset "$v" ;; esac
+done
+T_START=$(date +%s.%N)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-chaos.XXXXXX")
+BG_PIDS=()
+CL=
+export FT_TIMEOUT=30   # ft-launch's watchdog and the runtime's waits
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+CASE_T=$T_START
+begin() { CASE_T=$(date +%s.%N); echo "# $*"; }
+ok() { printf 'ok %5.1fs (case %5.1fs)  %s\n' "$(elapsed "$T_START")" "$(elapsed "$CASE_T")" "$*"; }
+show() { echo "--- $WORK/$1:"; grep -v '^step [0-9]* loss' "$WORK/$1" | tail -n "${2:-60}"; }
+die_with() { show "$1"; fail "$2"; }   # die_with LOG MESSAGE
+
+need_cluster() {
+  [ "$(id -u)" -eq 0 ] || skip "the simulated cluster needs root (network namespaces)"
+  unshare --net --uts --mount true 2>/dev/null ||
+    skip "cannot create network/UTS/mount namespaces here"
+  command -v ip >/dev/null && command -v nsenter >/dev/null ||
+    skip "iproute2 or nsenter missing (scripts/install-deps)"
+  command -v mpirun >/dev/null || skip "mpirun not installed (scripts/install-deps)"
+  local p
+  for p in ft-train-example ft-restore ft-status; do
+    [ -x "$BLD/$p" ] || fail "$BLD/$p is not built"
+  done
+}
+
+cleanup() {
+  local p
+  for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
+  for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do wait "$p" 2>/dev/null; done
+  if [ -n "$CL" ]; then
+    ft-cluster down --name "$CL" >/dev/null || echo "cleanup: ft-cluster down --name $CL failed"
+  fi
+  if [ -n "$KEEP" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# up TAG N [--spares S]: (re)make cluster TAG+pid of N hosts; FT_CLUSTER set.
+up() {
+  local tag=$1; shift
+  [ -z "$CL" ] || ft-cluster down --name "$CL" >/dev/null || fail "ft-cluster down --name $CL"
+  CL=$tag$$
+  CL=${CL:0:16}
+  export FT_CLUSTER=$CL
+  ft-cluster up "$@" --name "$CL" >"$WORK/up.log" 2>&1 ||
+    { cat "$WORK/up.log"; fail "ft-cluster up $* --name $CL failed"; }
+}
+
+# launch LOG STEPS [ARGS...]: ft-launch --cluster=$CL ARGS -- ft-train-example
+# --steps STEPS "${TRAIN_ARGS[@]}" (the script's shape: --snapshot-every,
+# --state-mb); output in $WORK/LOG; RC = its exit status.
+launch() {
+  local log=$1 steps=$2; shift 2
+  timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
+    ft-train-example --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1
+  RC=$?
+}
+# launch_bg LOG STEPS [ARGS...]: the same in the background; LPID = its pid.
+launch_bg() {
+  local log=$1 steps=$2; shift 2
+  : >"$WORK/$log"
+  timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
+    ft-train-example --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
+  LPID=$!
+  BG_PIDS+=("$LPID")
+}
+# finish: wait for the background launch; RC = its exit status.
+finish() { wait "$LPID"; RC=$?; }
+
+# at_step LOG N: until the background launch has printed "step N loss".
+# Training blocks a snapshot until the previous one is committed, so once
+# step N is printed the snapshot of step N - 2*EVERY is committed on every
+# node.  (ft-chaos --when step=N polls ft-status on every host in turn
+# through ft-cluster exec; with 12-16 busy ranks on 2 cores one round took
+# longer than the whole job, so the suite watches the job's output instead
+# and then strikes with --when now.)
+at_step() {
+  local i
+  for ((i = 0; i < 2400; i++)); do
+    grep -q "^step $2 loss" "$WORK/$1" && return 0
+    kill -0 "$LPID" 2>/dev/null || { show "$1"; fail "the job ended before step $2"; }
+    sleep 0.05
+  done
+  show "$1"; fail "no step $2 within 120 s"
+}
+
+# chaos LOG N ARGS...: once step N is printed, ft-chaos ARGS --when now
+# against the running background launch (output in $WORK/LOG.chaos).
+chaos() {
+  local log=$1 step=$2; shift 2
+  at_step "$log" "$step"
+  ft-chaos "$@" --job "$FT_JOB" --when now >"$WORK/$log.chaos" 2>&1 && return 0
+  cat "$WORK/$log.chaos"
+  if ! kill -0 "$LPID" 2>/dev/null && grep -q '^digest ' "$WORK/$log"; then
+    show "$log" 20; fail "ft-chaos $*: the job ended before the fault (slow machine? more --steps)"
+  fi
+  show "$log"; fail "ft-chaos $* failed"
+}
+
+digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$WORK/$1" | tail -1; }
+resumed_of() { sed -n 's/^resumed from step \([0-9]*\)$/\1/p' "$WORK/$1" | tail -1; }
+
+# reference LOG STEPS [ft-launch ARGS...]: a fault-free run; REF = its digest
+reference() {
+  local log=$1 steps=$2; shift 2
+  launch "$log" "$steps" --job "ref$RANDOM" "$@"
+  [ "$RC" -eq 0 ] || die_with "$log" "fault-free run: ft-launch exit $RC"
+  grep -qx 'fresh start' "$WORK/$log" || die_with "$log" "fault-free run did not start fresh"
+  REF=$(digest_of "$log")
+  [ -n "$REF" ] || die_with "$log" "fault-free run printed no digest"
+}
+
+expect_rc() {  # expect_rc LOG WANT WHAT
+  [ "$RC" -eq "$2" ] || die_with "$1" "$3: exit $RC, expected $2"
+}
+expect_line() {  # expect_line LOG ERE WHAT: LOG has a line matching ERE
+  grep -Eq -- "$2" "$WORK/$1" || die_with "$1" "$3: no line matching '$2'"
+}
+expect_no_line() {
+  ! grep -Eq -- "$2" "$WORK/$1" || die_with "$1" "$3: unexpected line matching '$2'"
+}
+expect_digest() {  # expect_digest LOG WHAT: LOG ends with digest REF
+  local got; got=$(digest_of "$1")
+  [ -n "$got" ] || die_with "$1" "$2: no digest"
+  [ "$got" = "$REF" ] || die_with "$1" "$2: digest $got, the fault-free run gave $REF"
+}
+# expect_resumed LOG LO HI WHAT: the last relaunch resumed from a step S,
+# LO <= S <= HI, a multiple of the snapshot interval; RESUMED = S.
+expect_resumed() {
+  RESUMED=$(resumed_of "$1")
+  [ -n "$RESUMED" ] || die_with "$1" "$4: no 'resumed from step S' line"
+  [ "$RESUMED" -ge "$2" ] && [ "$RESUMED" -le "$3" ] ||
+    die_with "$1" "$4: resumed from step $RESUMED, expected $2..$3"
+  [ $((RESUMED % EVERY)) -eq 0 ] || die_with "$1" "$4: resumed from step $RESUMED, not a snapshot step"
+}
+
+# on HOSTS PPR LOG PROGRAM...: run PROGRAM with PPR ranks on each of HOSTS
+# (in that order: "h1 s1 h3 h4"), with the mpirun line ft-launch uses on this
+# cluster (taken from ft-launch --dry-run; hostfile, --map-by, -np replaced).
+# What ft-launch --restarts does internally, for the cases that drive
+# recovery by hand.  RC = exit status; output in $WORK/LOG.
+on() {
+  local hosts=$1 ppr=$2 log=$3 line i h n=0 hf
+  shift 3
+  hf=$WORK/hostfile.$log
+  for h in $hosts; do echo "$h slots=$ppr"; n=$((n + 1)); done >"$hf"
+  line=$(ft-launch --cluster="$CL" --dry-run -- FTRT_CHAOS_PROGRAM 2>/dev/null | grep -v '^#') ||
+    fail "ft-launch --dry-run on $CL failed"
+  local -a cmd out=()
+  eval "cmd=($line)"
+  for ((i = 0; i < ${#cmd[@]}; i++)); do
+    case ${cmd[i]} in
+      --hostfile) out+=(--hostfile "$hf"); i=$((i + 1)) ;;
+      --map-by) out+=(--map-by "ppr:$ppr:node"); i=$((i + 1)) ;;
+      -np) out+=(-np $((n * ppr))); i=$((i + 1)) ;;
+      FTRT_CHAOS_PROGRAM) break ;;
+      *) out+=("${cmd[i]}") ;;
+    esac
+  done
+  [ "$i" -lt ${#cmd[@]} ] || fail "ft-launch --dry-run printed no program: $line"
+  echo "+ on $hosts: $*" >"$WORK/$log"
+  timeout -s TERM "$LIMIT" "${out[@]}" "$@" </dev/null >>"$WORK/$log" 2>&1
+  RC=$?
+}
+
+# restore HOSTS LOG [ARGS...]: ft-restore, one rank per host of HOSTS.
+restore() { local hosts=$1 log=$2; shift 2; on "$hosts" 1 "$log" ft-restore --job "$FT_JOB" "$@"; }
+
+# store_md5 HOST: md5 of every file of job $FT_JOB in HOST's store
+store_md5() {
+  ft-cluster exec --name "$CL" "$1" sh -c \
+    'cd "/dev/shm/ftrt/$FT_JOB" && for f in *; do [ -f "$f" ] && md5sum "$f"; done' 2>&1
+}
+
+# kill_two FIRST SECOND STEP LOG: once step STEP is printed, both hosts die
+# before the job sees either go.  FIRST is cut off, then
+# killed (nothing reaches the job: FIRST just stops answering), then SECOND
+# is killed (the job fails at once; ft-launch's watchdog ends the mpirun that
+# waits on FIRST).  Killing them one after the other while the job runs would
+# race ft-launch, which may look for lost hosts between the two kills.
+kill_two() {
+  chaos "$4" "$3" partition "$1"
+  ft-cluster kill "$1" --name "$CL" >/dev/null &&
+    ft-cluster kill "$2" --name "$CL" >/dev/null || fail "ft-cluster kill $1, $2"
+}
