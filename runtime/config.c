@@ -115,6 +115,41 @@ static int parse_word(const char *name, const char *v,
               allowed);
 }
 
+/* host=domain pairs separated by commas, no spaces, non-empty parts. */
+static int valid_domain_map(const char *v) {
+  size_t n = strlen(v);
+  if (!n || strchr(v, ' '))
+    return 0;
+  const char *p = v;
+  while (*p) {
+    const char *comma = strchr(p, ','), *end = comma ? comma : v + n;
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    if (!eq || eq == p || eq + 1 == end || (size_t)(end - eq - 1) >= FT_JOB_MAX)
+      return 0;
+    p = comma ? comma + 1 : end;
+    if (comma && !*p)
+      return 0;
+  }
+  return 1;
+}
+
+void ft__config_domain_of(const ft__config_t *cfg, const char *host,
+                          char *out) {
+  snprintf(out, FT_JOB_MAX, "%s", cfg->failure_domain);
+  if (out[0])
+    return;
+  size_t hl = strlen(host);
+  for (const char *p = cfg->failure_domains; *p;) {
+    const char *comma = strchr(p, ','), *eq = strchr(p, '=');
+    const char *end = comma ? comma : p + strlen(p);
+    if ((size_t)(eq - p) == hl && strncmp(p, host, hl) == 0) {
+      snprintf(out, FT_JOB_MAX, "%.*s", (int)(end - eq - 1), eq + 1);
+      return;
+    }
+    p = comma ? comma + 1 : end;
+  }
+}
+
 static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
                       char *msg, size_t msglen) {
   const char *v;
@@ -140,6 +175,14 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
                   "FT_FAILURE_DOMAIN=%s: at most %zu characters, no spaces", v,
                   sizeof(cfg->failure_domain) - 1);
     snprintf(cfg->failure_domain, sizeof(cfg->failure_domain), "%s", v);
+  }
+  if ((v = get("FT_FAILURE_DOMAINS", arg))) {
+    if (strlen(v) >= sizeof(cfg->failure_domains) || !valid_domain_map(v))
+      return fail(msg, msglen,
+                  "FT_FAILURE_DOMAINS=%s: expected host=domain[,host=domain...]"
+                  ", at most %zu characters",
+                  v, sizeof(cfg->failure_domains) - 1);
+    snprintf(cfg->failure_domains, sizeof(cfg->failure_domains), "%s", v);
   }
   if ((v = get("FT_SMP_CPUSET", arg))) {
     if (strlen(v) >= sizeof(cfg->smp_cpuset) ||

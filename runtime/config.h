@@ -34,6 +34,7 @@ typedef struct ft__config {
   double timeout_s;                   /* FT_TIMEOUT */
   char smp_cpuset[256];               /* FT_SMP_CPUSET, "" = choose */
   char failure_domain[FT_JOB_MAX];    /* FT_FAILURE_DOMAIN, "" = none */
+  char failure_domains[1024];         /* FT_FAILURE_DOMAINS: host=domain,... */
   size_t piece_bytes;                 /* FT_PIECE_SIZE */
   int default_memory;                 /* FT_MEMORY: ft_mem_kind_t */
   char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
@@ -61,6 +62,11 @@ const char *ft__config_env(const char *name, void *arg);
  * FT_ECONFIG with a message saying what would work when impossible. */
 int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
                             int *m, char *msg, size_t msglen);
+
+/* The failure domain of host: FT_FAILURE_DOMAIN, else host's entry in
+ * FT_FAILURE_DOMAINS, else "" (none).  out has FT_JOB_MAX bytes. */
+void ft__config_domain_of(const ft__config_t *cfg, const char *host,
+                          char *out);
 
 /* "64", "4k", "16M", "2G" (powers of 1024) -> bytes; FT_EINVAL if malformed. */
 int ft__parse_size(const char *s, size_t *out);

@@ -147,7 +147,7 @@ static int order_nodes(smp_t *s, const char ***domains_out) {
   if (!all || !s->order || !domains)
     return FT_ENOMEM;
   snprintf(mine.host, sizeof(mine.host), "%s", c->host);
-  snprintf(mine.domain, sizeof(mine.domain), "%s", c->cfg.failure_domain);
+  ft__config_domain_of(&c->cfg, c->host, mine.domain);
   MPI_Comm_rank(c->smp_comm, &mine.rank);
   mine.stored_node = s->meta ? (int)s->meta->node : -1;
   mine.stored_nnodes = s->meta ? (int)s->meta->nnodes : 0;

@@ -42,6 +42,11 @@ out=$("$L" --dry-run --hostfile "$WORK/hosts" --nodes 2 --ppn 1 -- prog) || fail
 for w in ' --map-by ppr:2:node ' ' -np 4 '; do
   [[ " $out " == *"$w"* ]] || fail "hostfile dry run lacks '$w': $out"
 done
+printf 'localhost slots=2 domain=rack9\n' >"$WORK/racks"
+out=$("$L" --hostfile "$WORK/racks" --ppn 1 -- env 2>/dev/null) || fail "hostfile with a domain label"
+[ "$(grep -c '^FT_FAILURE_DOMAINS=localhost=rack9$' <<<"$out")" -eq 2 ] ||
+  fail "domain=rack9 of the hostfile did not reach both ranks as FT_FAILURE_DOMAINS"
+ok "a hostfile's domain= label reaches every rank as FT_FAILURE_DOMAINS"
 expect_rc 1 'names 3 hosts' --hostfile "$WORK/hosts" --nodes 4 -- true
 ok "mpirun command: -np N*(P+1), ppr:(P+1):node on the first N hosts, -x FT_*"
 

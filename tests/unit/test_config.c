@@ -1,6 +1,7 @@
 /* Config validation: each bad FT_* value gives FT_ECONFIG and a message that
  * names the variable and the value; good values land in the struct. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,9 @@ static const struct {
     {"FT_STORE_ROOT", "relative/dir", "FT_STORE_ROOT=relative/dir",
      "absolute path"},
     {"FT_SMP_CPUSET", "core0", "FT_SMP_CPUSET=core0", "CPU list"},
+    {"FT_FAILURE_DOMAINS", "h1", "FT_FAILURE_DOMAINS=h1", "host=domain"},
+    {"FT_FAILURE_DOMAINS", "h1=r1,", "FT_FAILURE_DOMAINS=h1=r1,", "host=domain"},
+    {"FT_FAILURE_DOMAINS", "=r1", "FT_FAILURE_DOMAINS==r1", "host=domain"},
     {"FT_VIRTUAL_NODE_RANKS", "1", "FT_VIRTUAL_NODE_RANKS=1",
      "between 2 and 4096"},
 };
@@ -130,6 +134,26 @@ START_TEST(ec_for_nodes) {
 }
 END_TEST
 
+START_TEST(domains) {
+  ft__config_t cfg;
+  char msg[256], d[FT_JOB_MAX];
+  const char *env[] = {"FT_FAILURE_DOMAINS", "h1=rack1,h2=rack2,h10=rack3",
+                       NULL};
+  ck_assert_int_eq(load(&cfg, msg, env), FT_OK);
+  ft__config_domain_of(&cfg, "h2", d);
+  ck_assert_str_eq(d, "rack2");
+  ft__config_domain_of(&cfg, "h10", d);
+  ck_assert_str_eq(d, "rack3");
+  ft__config_domain_of(&cfg, "h1", d);
+  ck_assert_str_eq(d, "rack1");
+  ft__config_domain_of(&cfg, "h3", d);
+  ck_assert_str_eq(d, "");
+  snprintf(cfg.failure_domain, sizeof(cfg.failure_domain), "own");
+  ft__config_domain_of(&cfg, "h1", d);
+  ck_assert_str_eq(d, "own"); /* FT_FAILURE_DOMAIN wins */
+}
+END_TEST
+
 START_TEST(sizes) {
   size_t s;
   ck_assert_int_eq(ft__parse_size("64", &s), FT_OK);
@@ -163,6 +187,7 @@ int main(void) {
   tcase_add_test(tc, k_plus_m_over_255);
   tcase_add_test(tc, ec_for_nodes);
   tcase_add_test(tc, sizes);
+  tcase_add_test(tc, domains);
   tcase_add_test(tc, error_names);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
