@@ -498,7 +498,8 @@ static int do_layout(smp_t *s) {
    * version of the new layout is committed (end_reslice). */
   if (!s->ctl->restore_reslice)
     rc = write_meta(s, rc);
-  ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding));
+  ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding),
+                    s->ctl->smp_cpus, sizeof(s->ctl->smp_cpus));
   s->ctl->layout_status = rc;
   snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
   s->layout_done = 1;

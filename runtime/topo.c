@@ -6,8 +6,10 @@
 #include "runtime/topo.h"
 
 #include <hwloc.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/ctx.h"
@@ -41,14 +43,43 @@ static hwloc_bitmap_t trainers_set(const ft_ctx_t *c) {
   return all;
 }
 
+typedef struct where {
+  char *out, *cpus;
+  size_t outlen, cpuslen;
+} where_t;
+
 static void bind_to(hwloc_topology_t topo, hwloc_const_bitmap_t set,
-                    const char *why, char *out, size_t outlen) {
+                    const char *why, where_t *w) {
   char list[128];
   hwloc_bitmap_list_snprintf(list, sizeof(list), set);
-  if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0)
-    snprintf(out, outlen, "not bound: binding to CPUs %s failed", list);
-  else
-    snprintf(out, outlen, "bound to CPUs %s (%s)", list, why);
+  if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+    snprintf(w->out, w->outlen, "not bound: binding to CPUs %s failed", list);
+    return;
+  }
+  snprintf(w->out, w->outlen, "bound to CPUs %s (%s)", list, why);
+  snprintf(w->cpus, w->cpuslen, "%s", list);
+}
+
+int ft__topo_thread_to(const char *list) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const char *p = list; *p;) {
+    char *end;
+    long a = strtol(p, &end, 10), b = a;
+    if (end == p || a < 0 || a >= CPU_SETSIZE)
+      return -1;
+    if (*end == '-')
+      b = strtol(end + 1, &end, 10);
+    for (long cpu = a; cpu <= b && cpu < CPU_SETSIZE; cpu++)
+      CPU_SET(cpu, &set);
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',')
+      return -1;
+  }
+  return CPU_COUNT(&set) &&
+                 pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0
+             ? 0
+             : -1;
 }
 
 /* The NUMA node whose CPUs include cpu (NUMA nodes are memory children in
@@ -63,13 +94,12 @@ static hwloc_obj_t numa_of(hwloc_topology_t topo, int cpu) {
 }
 
 /* A free core next to the trainers: same NUMA node as the first of them. */
-static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, char *out,
-                   size_t outlen) {
+static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, where_t *w) {
   hwloc_const_bitmap_t online = hwloc_topology_get_allowed_cpuset(topo);
   hwloc_bitmap_t free_set = hwloc_bitmap_alloc();
   hwloc_bitmap_andnot(free_set, online, busy);
   if (hwloc_bitmap_iszero(free_set)) {
-    snprintf(out, outlen,
+    snprintf(w->out, w->outlen,
              "not bound: the trainers may run on every one of the %d CPUs, "
              "nothing to choose",
              hwloc_bitmap_weight(online));
@@ -86,13 +116,16 @@ static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, char *out,
   bind_to(topo, pick,
           hwloc_bitmap_iszero(near) ? "a core no trainer uses"
                                     : "a free core next to the trainers",
-          out, outlen);
+          w);
   hwloc_bitmap_free(pick);
   hwloc_bitmap_free(near);
   hwloc_bitmap_free(free_set);
 }
 
-void ft__topo_bind_smp(ft_ctx_t *c, char *out, size_t outlen) {
+void ft__topo_bind_smp(ft_ctx_t *c, char *out, size_t outlen, char *cpus,
+                       size_t cpuslen) {
+  where_t w = {out, cpus, outlen, cpuslen};
+  cpus[0] = '\0';
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
     snprintf(out, outlen, "not bound: hwloc could not read the topology");
@@ -102,14 +135,14 @@ void ft__topo_bind_smp(ft_ctx_t *c, char *out, size_t outlen) {
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (hwloc_bitmap_list_sscanf(set, c->cfg.smp_cpuset) == 0 &&
         !hwloc_bitmap_iszero(set))
-      bind_to(topo, set, "FT_SMP_CPUSET", out, outlen);
+      bind_to(topo, set, "FT_SMP_CPUSET", &w);
     else
       snprintf(out, outlen, "not bound: FT_SMP_CPUSET=%s names no CPU",
                c->cfg.smp_cpuset);
     hwloc_bitmap_free(set);
   } else {
     hwloc_bitmap_t busy = trainers_set(c);
-    choose(topo, busy, out, outlen);
+    choose(topo, busy, &w);
     hwloc_bitmap_free(busy);
   }
   hwloc_topology_destroy(topo);

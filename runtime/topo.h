@@ -15,8 +15,15 @@
 struct ft_ctx;
 
 /* Bind the calling SMP; describe what was done in out ("bound to core 3 ..."
- * or "not bound: ..."). Never fails the job: binding is an optimisation. */
-void ft__topo_bind_smp(struct ft_ctx *c, char *out, size_t outlen);
+ * or "not bound: ..."), and the CPU list it is bound to in cpus ("" when
+ * not bound). Never fails the job: binding is an optimisation. */
+void ft__topo_bind_smp(struct ft_ctx *c, char *out, size_t outlen, char *cpus,
+                       size_t cpuslen);
+
+/* Move the calling thread to the CPUs of a list ("3", "2-3,7").  Lazy
+ * capture runs its copier thread on the SMP's CPUs, which are idle while
+ * the trainers copy, instead of on the trainer's own core.  0 or -1. */
+int ft__topo_thread_to(const char *list);
 
 /* This process's CPU affinity as a list ("0-3,8"), for the control segment. */
 void ft__topo_affinity(char *out, size_t outlen);

@@ -224,6 +224,9 @@ static void copy_done(ft_ctx_t *c, int rc) {
 
 static void *copier(void *arg) {
   ft_ctx_t *c = arg;
+  /* The SMP's core is idle while trainers copy; the trainer's is not. */
+  if (c->ctl->smp_cpus[0])
+    ft__topo_thread_to(c->ctl->smp_cpus);
   c->copy_status = copy_out(c);
   copy_done(c, c->copy_status);
   return NULL;
