@@ -75,7 +75,7 @@ typedef struct ft__ctl {
   char host[FT_NAME_MAX];
   char msg[512];     /* message that goes with layout/smp status */
   char binding[160]; /* what the SMP did about CPU binding */
-  char smp_cpus[64];  /* CPU list the SMP is bound to, "" when not bound */
+  char smp_cpus[160]; /* CPU list the SMP is bound to, "" when not bound */
   ft__ctl_stats_t stats;
   ft__ctl_rank_t rank[FT_MAX_LOCAL];
 } ft__ctl_t;

@@ -46,6 +46,7 @@ struct ft_ctx {
   ft__reg_t regs[FT_MAX_BUFS];
   uint64_t region_bytes;
   int published;    /* registration table handed to the SMP */
+  int layout_status; /* what the layout answered, kept for later calls */
   int frozen;       /* no more ft_register */
   ft__slot_t slot[FT_NSLOTS];
   uint64_t version; /* last snapshot started */

@@ -48,23 +48,21 @@ typedef struct ft__smp {
 
 /* ---- waiting on MPI without spinning ---- */
 
+/* MPI_Test with growing naps; FT_ETIMEDOUT after FT_TIMEOUT, which makes
+ * the SMP exit non-zero so that mpirun ends the job and recovery starts. */
 static int wait_req(smp_t *s, MPI_Request *req, const char *what) {
   double start = ft__now(), nap = 20e-6;
-  int warned = 0;
   for (;;) {
     int done = 0;
     if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       return FT_EMPI;
     if (done)
       return FT_OK;
-    double waited = ft__now() - start;
-    if (waited > s->c->cfg.timeout_s && !warned) {
-      FT_LOGE(&s->c->log,
-              "%s: no answer from every SMP after %.0f s (FT_TIMEOUT); a node "
-              "may be dead or partitioned",
-              what, waited);
-      warned = 1;
-    }
+    if (ft__now() - start > s->c->cfg.timeout_s)
+      return ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
+                      "%s: no answer from every SMP in %.0f s (FT_TIMEOUT); "
+                      "a node may be dead or partitioned",
+                      what, s->c->cfg.timeout_s);
     struct timespec ts = {0, (long)(nap * 1e9)};
     nanosleep(&ts, NULL);
     if (nap < 2e-3)
@@ -209,6 +207,14 @@ static int open_store(smp_t *s) {
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
     rc = ft__slot_open(&s->slot[i], c->dir, i, c->cfg.job, s->msg,
                        sizeof(s->msg));
+    if (rc == FT_ECORRUPT) {
+      /* A slot cut short by a crash while it was being (re)created holds no
+       * committed version; the other slot may.  It is rebuilt when next
+       * prepared; ft-restore treats it as lost. */
+      FT_LOGW(&c->log, "%s; treating the slot as empty", s->msg);
+      s->msg[0] = '\0';
+      rc = FT_OK;
+    }
     if (rc == FT_ENOENT)
       rc = FT_OK;
   }
@@ -282,6 +288,23 @@ static int agree_restore(smp_t *s) {
   return rc;
 }
 
+/* Every node must take the same restore path (collective): either all
+ * re-slice the restore point left by a shrink, or none. */
+static int agree_reslice(smp_t *s) {
+  uint64_t all_set = 0, none_set = 0;
+  uint32_t mine = s->ctl->restore_reslice;
+  int rc = min_u64(s, mine, &all_set, "restore agreement");
+  if (rc == FT_OK)
+    rc = min_u64(s, !mine, &none_set, "restore agreement");
+  if (rc == FT_OK && !all_set && !none_set)
+    rc = ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                  "%s: some nodes hold a restore point left by ft-restore "
+                  "--mode shrink and some do not (was it interrupted?): run "
+                  "ft-restore --mode shrink again on these nodes",
+                  s->c->dir);
+  return rc;
+}
+
 static void publish_node(smp_t *s) {
   ft__ctl_t *ctl = s->ctl;
   ctl->node = (uint32_t)s->node;
@@ -309,10 +332,14 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
                         sizeof(s->msg));
   c->ctl = s->ctl;
   /* Collective steps run even after a local error, so that no SMP is left
-   * alone in a collective; the local error wins afterwards. */
+   * alone in a collective; the local error (and its message) wins. */
+  char local_msg[sizeof(s->msg)];
+  snprintf(local_msg, sizeof(local_msg), "%s", s->msg);
   int grc = form_groups(s);
   if (rc == FT_OK)
     rc = grc;
+  else
+    snprintf(s->msg, sizeof(s->msg), "%s", local_msg);
   if (rc == FT_OK)
     rc = check_relaunch(s);
   uint64_t ok;
@@ -321,6 +348,8 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
     rc = arc ? arc : FT_EPEER;
   if (rc == FT_OK)
     rc = agree_restore(s);
+  if (rc == FT_OK)
+    rc = agree_reslice(s);
   if (rc == FT_OK)
     publish_node(s);
   snprintf(msg, msglen, "%s", s->msg);
@@ -398,8 +427,9 @@ static int size_slots(smp_t *s) {
   uint64_t max = 0;
   for (int j = 0; j < s->gsize; j++) {
     int node = s->groups.members[s->group][j];
-    if (all[node] > max)
-      max = all[node];
+    uint64_t b = all[s->order[node]]; /* all[] is in smp_comm rank order */
+    if (b > max)
+      max = b;
   }
   free(all);
   if (rc || arc)

@@ -172,9 +172,10 @@ static int map_slot(ft_ctx_t *c, int i) {
   return rc;
 }
 
+/* Once per run; a failed layout stays failed (its status is kept). */
 static int ensure_layout(ft_ctx_t *c) {
   if (c->published)
-    return FT_OK;
+    return c->layout_status;
   c->frozen = 1;
   publish(c);
   int rc = wait_for(c, layout_ready, "layout");
@@ -183,6 +184,7 @@ static int ensure_layout(ft_ctx_t *c) {
   if (rc == FT_OK)
     c->version = ft__load64(&c->ctl->committed_version);
   c->published = 1;
+  c->layout_status = rc;
   return rc;
 }
 
@@ -240,15 +242,17 @@ static int slot_prepared(ft_ctx_t *c) {
   return ft__load64(&c->ctl->prepared_version) >= c->version + 1;
 }
 
-/* Skip policy: every trainer must make the same choice, so they agree. */
+/* May version+1 start?  Block waits for the previous commit; skip asks
+ * once.  Either way every trainer must make the same choice: the caller
+ * agrees on the result. */
 static int may_start(ft_ctx_t *c) {
   if (c->cfg.policy == FT_POLICY_BLOCK)
     return wait_for(c, prev_committed, "ft_snapshot");
-  int ok = prev_committed(c) ? FT_OK : FT_EBUSY;
-  return ft__agree(c->app_comm, ok);
+  return prev_committed(c) ? FT_OK : FT_EBUSY;
 }
 
-static int start_copy(ft_ctx_t *c) {
+/* Wait for the slot of version+1 and map it; copies nothing yet. */
+static int prepare_copy(ft_ctx_t *c) {
   int rc = wait_for(c, slot_prepared, "ft_snapshot");
   if (rc)
     return rc;
@@ -256,18 +260,37 @@ static int start_copy(ft_ctx_t *c) {
   c->copy_version = c->version + 1;
   if ((rc = map_slot(c, c->copy_slot)) || (rc = pin_slot(c, c->copy_slot)))
     return rc;
-  if (c->slot[c->copy_slot].hdr->version != c->copy_version)
+  if (c->slot[c->copy_slot].hdr->version != c->copy_version) {
+    FT_LOGE(&c->log, "%s: prepared for version %llu, expected %llu",
+            c->slot[c->copy_slot].path,
+            (unsigned long long)c->slot[c->copy_slot].hdr->version,
+            (unsigned long long)c->copy_version);
     return FT_ESTATE;
+  }
+  return FT_OK;
+}
+
+/* Start the copy once every trainer is ready: sync copies here and agrees
+ * again before telling the SMP; lazy hands the copy to a thread. */
+static int run_copy(ft_ctx_t *c) {
   if (c->local_idx == 0)
     ft__store32(&c->ctl->phase, FT_PHASE_SNAPSHOT);
   if (c->cfg.capture == FT_CAPTURE_SYNC) {
-    c->copy_status = copy_out(c);
-    return c->copy_status; /* ft_snapshot tells the SMP after agreeing */
+    int rc = ft__agree(c->app_comm, copy_out(c));
+    if (rc)
+      return rc; /* nobody announced it: every rank retries this version */
+    c->version++;
+    /* The SMP is woken only now, so that the trainers' agreement does not
+     * wait behind the SMP's CRC and encode on shared cores. */
+    copy_done(c, FT_OK);
+    return FT_OK;
   }
+  c->version++;
   c->copy_status = FT_OK;
-  if (pthread_create(&c->copier, NULL, copier, c) != 0)
-    return FT_ENOMEM;
-  c->copying = 1;
+  if (pthread_create(&c->copier, NULL, copier, c) == 0)
+    c->copying = 1;
+  else /* no thread: copy here rather than fail a version others started */
+    copier(c);
   return FT_OK;
 }
 
@@ -277,10 +300,9 @@ int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   int rc = ft_fence(c);
   if (rc == FT_OK)
     rc = ensure_layout(c);
-  rc = ft__agree(c->app_comm, rc);
-  if (rc)
-    return rc;
-  if ((rc = may_start(c))) {
+  if (rc == FT_OK)
+    rc = may_start(c);
+  if ((rc = ft__agree(c->app_comm, rc))) {
     if (rc == FT_EBUSY && c->local_idx == 0)
       __atomic_add_fetch(&c->ctl->stats.skipped, 1, __ATOMIC_RELAXED);
     return rc;
@@ -288,15 +310,9 @@ int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   /* The slot was prepared before the step was known: the SMP copies it into
    * the slot header from here once every trainer has written. */
   ft__store64(&me(c)->step, step);
-  rc = ft__agree(c->app_comm, start_copy(c));
-  if (rc != FT_OK)
+  if ((rc = ft__agree(c->app_comm, prepare_copy(c))))
     return rc; /* every rank retries the same version next time */
-  c->version++;
-  /* In sync mode the SMP is woken only now, so that the trainers' agreement
-   * does not wait behind the SMP's CRC and encode on shared cores. */
-  if (c->cfg.capture == FT_CAPTURE_SYNC)
-    copy_done(c, FT_OK);
-  return FT_OK;
+  return run_copy(c);
 }
 
 int ft_fence(ft_ctx_t *c) {
