@@ -25,10 +25,6 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int tag_of(size_t q, int j, int d) {
-  return (int)(((q & 0x7fff) << 16) | ((unsigned)j << 8) | (unsigned)d);
-}
-
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
 typedef struct window {
@@ -41,9 +37,19 @@ typedef struct window {
 typedef struct run {
   ft__exchange_t *x;
   int k;
+  size_t tag_pieces; /* piece numbers the tag can hold */
   ft__codec_t *codec;
   window_t w[2];
 } run_t;
+
+/* Pieces between two SMPs with one (row, data index) match in order (MPI
+ * does not overtake), so the piece number in the tag only has to tell the
+ * two windows apart, and not even that (posting order decides); it wraps
+ * within what MPI_TAG_UB allows (2^15 - 1 at
+ * least, 2^23 - 1 on pml/ucx, 2^31 - 1 on ob1). */
+static int tag_of(const run_t *r, size_t q, int j, int d) {
+  return (int)(((q % r->tag_pieces) << 16) | ((unsigned)j << 8) | (unsigned)d);
+}
 
 static int peer_rank(const ft__exchange_t *x, int pos) {
   return x->order[x->members[mod(pos, x->n)]];
@@ -61,7 +67,7 @@ static int post(run_t *r, window_t *w, size_t q) {
     int s = mod(x->pos - j, x->n);
     for (int d = 0; d < k; d++, nr++)
       if (MPI_Irecv(w->buf + (size_t)nr * x->piece_bytes, (int)w->len,
-                    MPI_BYTE, peer_rank(x, s + m + d), tag_of(q, j, d), x->comm,
+                    MPI_BYTE, peer_rank(x, s + m + d), tag_of(r, q, j, d), x->comm,
                     &w->req[nr]) != MPI_SUCCESS)
         return FT_EMPI;
   }
@@ -73,7 +79,7 @@ static int post(run_t *r, window_t *w, size_t q) {
       x->data_crc[d] = ft__crc64(x->data_crc[d], src, w->len);
     for (int j = 0; j < m; j++, nr++)
       if (MPI_Isend(src, (int)w->len, MPI_BYTE, peer_rank(x, s + j),
-                    tag_of(q, j, d), x->comm, &w->req[nr]) != MPI_SUCCESS)
+                    tag_of(r, q, j, d), x->comm, &w->req[nr]) != MPI_SUCCESS)
         return FT_EMPI;
   }
   x->bytes_sent += (uint64_t)w->len * (uint64_t)(k * m);
@@ -196,7 +202,11 @@ int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
   x->bytes_sent = x->bytes_recv = 0;
   if (x->m == 0 || x->chunk_bytes == 0)
     return FT_OK;
-  run_t r = {.x = x, .k = x->n - x->m};
+  run_t r = {.x = x, .k = x->n - x->m, .tag_pieces = 1};
+  int *ub, flag = 0;
+  MPI_Comm_get_attr(x->comm, MPI_TAG_UB, &ub, &flag);
+  if (flag && *ub >= (1 << 17))
+    r.tag_pieces = (size_t)(*ub >> 16) + 1;
   if (x->data_crc)
     memset(x->data_crc, 0, (size_t)r.k * sizeof(uint64_t));
   memset(x->parity, 0, (size_t)x->m * x->chunk_bytes);
@@ -205,6 +215,9 @@ int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
     rc = alloc_windows(&r);
   if (rc == FT_OK)
     rc = pipeline(&r, msg, msglen);
-  free_run(&r);
+  /* After a failure, receives may still be posted into the windows: keep
+   * them (the SMP stops on any encode error) rather than free live buffers. */
+  if (rc == FT_OK)
+    free_run(&r);
   return rc;
 }

@@ -175,39 +175,67 @@ static int add_want(want_t **w, int *n, int *cap, want_t x) {
   return FT_OK;
 }
 
-/* Requests for one registered buffer; FT_EMISMATCH if not fully covered. */
+/* The piece of old rank e's copy of buffer r that this rank needs, as a
+ * want; 0 if that copy has nothing for it. */
+static int candidate(const ft__reg_t *r, int reg, const entry_t *e, int me,
+                     want_t *x) {
+  const ft__buf_rec_t *b = find_buf(&e->rec, r->name);
+  if (!b)
+    return 0;
+  *x = (want_t){.q = {.old_rank = e->rec.rank}, .server = e->server,
+                .reg = reg};
+  if (!r->opts.global_bytes) {
+    if (e->rec.rank != (uint32_t)me || b->global_bytes || b->bytes != r->bytes)
+      return 0;
+    x->q.src_off = b->offset;
+    x->q.len = r->bytes;
+    return 1;
+  }
+  uint64_t lo = r->opts.global_offset, hi = lo + r->bytes;
+  uint64_t blo = b->global_offset, bhi = blo + b->bytes;
+  if (b->global_bytes != r->opts.global_bytes || bhi <= lo || blo >= hi)
+    return 0;
+  uint64_t s = blo > lo ? blo : lo, t = bhi < hi ? bhi : hi;
+  x->q.src_off = b->offset + (s - blo);
+  x->q.len = t - s;
+  x->dst_off = s - lo;
+  return 1;
+}
+
+static int by_dst(const void *a, const void *b) {
+  const want_t *x = a, *y = b;
+  return x->dst_off < y->dst_off ? -1 : x->dst_off > y->dst_off;
+}
+
+/* Requests for one registered buffer: every byte exactly once (replicated
+ * old slices overlap; the first source of a byte wins), FT_EMISMATCH if any
+ * byte is held by no old rank. */
 static int plan_buffer(ft_ctx_t *c, int reg, const entry_t *all, int nall,
                        int me, want_t **w, int *n, int *cap) {
   const ft__reg_t *r = &c->regs[reg];
-  uint64_t lo = r->opts.global_offset, hi = lo + r->bytes, covered = 0;
-  int rc = FT_OK;
-  for (int e = 0; e < nall && rc == FT_OK; e++) {
-    const ft__buf_rec_t *b = find_buf(&all[e].rec, r->name);
-    if (!b)
-      continue;
-    want_t x = {.q = {.old_rank = all[e].rec.rank}, .server = all[e].server,
-                .reg = reg};
-    if (!r->opts.global_bytes) {
-      if (all[e].rec.rank != (uint32_t)me || b->global_bytes || b->bytes != r->bytes)
-        continue;
-      x.q.src_off = b->offset;
-      x.q.len = r->bytes;
-    } else {
-      uint64_t blo = b->global_offset, bhi = blo + b->bytes;
-      if (b->global_bytes != r->opts.global_bytes || bhi <= lo || blo >= hi)
-        continue;
-      uint64_t s = blo > lo ? blo : lo, t = bhi < hi ? bhi : hi;
-      x.q.src_off = b->offset + (s - blo);
-      x.q.len = t - s;
-      x.dst_off = s - lo;
-    }
-    covered += x.q.len;
+  want_t *cand = malloc(((size_t)nall + 1) * sizeof(*cand));
+  if (!cand)
+    return FT_ENOMEM;
+  int nc = 0, rc = FT_OK;
+  for (int e = 0; e < nall; e++)
+    nc += candidate(r, reg, &all[e], me, &cand[nc]);
+  qsort(cand, (size_t)nc, sizeof(*cand), by_dst);
+  uint64_t covered = 0; /* bytes [0, covered) of the buffer are planned */
+  for (int i = 0; i < nc && rc == FT_OK && covered < r->bytes; i++) {
+    want_t x = cand[i];
+    uint64_t end = x.dst_off + x.q.len;
+    if (x.dst_off > covered || end <= covered)
+      continue; /* a gap (reported below) or nothing new */
+    uint64_t skip = covered - x.dst_off;
+    x.dst_off += skip, x.q.src_off += skip, x.q.len -= skip;
+    covered = end;
     rc = add_want(w, n, cap, x);
   }
+  free(cand);
   if (rc == FT_OK && covered != r->bytes) {
     FT_LOGE(&c->log,
-            "ft_restore: buffer '%s' (%zu bytes%s) is covered by %llu bytes of "
-            "the snapshot: it cannot be re-sliced from what was saved",
+            "ft_restore: buffer '%s' (%zu bytes%s): the snapshot holds only "
+            "its first %llu bytes: it cannot be re-sliced from what was saved",
             r->name, r->bytes, r->opts.global_bytes ? ", global slice" : "",
             (unsigned long long)covered);
     rc = FT_EMISMATCH;
