@@ -118,10 +118,14 @@ static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
   char msg[256];
   if (r->rank == from && from == spare) {
     rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
+    if (rc)
+      ft__rsay(r, rc, "%s", msg);
   } else if (r->rank == from) {
     rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
     if (rc == FT_OK)
       rc = ft__meta_encode(out, &buf, &len);
+    if (rc)
+      ft__rsay(r, rc, "%s", msg);
     uint64_t l = rc == FT_OK ? len : 0;
     MPI_Send(&l, 1, MPI_UINT64_T, spare, 1, r->comm);
     if (l)
@@ -162,6 +166,8 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
   if (rc == FT_OK)
     rc = ft__store_mkdir(dir, msg, sizeof(msg));
   int idx = (int)(r->version % FT_NSLOTS);
+  if (rc == FT_OK && sl->map)
+    ft__slot_close(sl); /* the survey's mapping of an old slot */
   if (rc == FT_OK)
     rc = ft__slot_create(sl, dir, idx, r->cfg.job, &geom, msg, sizeof(msg));
   if (rc == FT_OK) {

@@ -138,6 +138,10 @@ static int map_nodes(ft__restore_t *r) {
     const ft__rnode_t *n = &r->all[i];
     if (!n->has_meta)
       continue;
+    if (n->group < 0 || n->group >= r->nnodes || n->gsize < 1 ||
+        n->gsize > FT_RESTORE_MAX_GROUP || n->pos >= n->gsize)
+      return ft__rsay(r, FT_ECORRUPT, "%s: group fields out of range in meta",
+                      n->host);
     if (n->node < 0 || n->node >= r->nnodes || r->rank_of_node[n->node] >= 0)
       return ft__rsay(r, FT_EMISMATCH, "two nodes claim node index %d (%s)",
                  n->node, n->host);
@@ -157,8 +161,9 @@ static int map_nodes(ft__restore_t *r) {
   for (int node = 0; node < r->nnodes; node++)
     if (r->group_of[node] < 0)
       return ft__rsay(r, FT_ETOOMANY,
-                 "node %d (%s) and its whole group are lost: no survivor "
-                 "describes it, nothing can be rebuilt",
+                 "node %d (%s) is described by no survivor's group table: "
+                 "its whole group is lost (or the survivors' group.meta "
+                 "files are missing); nothing can be rebuilt",
                  node, r->hosts[node][0] ? r->hosts[node] : "?");
   return FT_OK;
 }

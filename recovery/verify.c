@@ -128,6 +128,14 @@ static void report(ft__restore_t *r, const tally_t *sum) {
 }
 
 int ft__verify(ft__restore_t *r) {
+  for (int g = 0; r->opts.verify_losses && g < r->ngroups; g++)
+    if (r->gsize[g] > 24) {
+      snprintf(r->msg, sizeof(r->msg),
+               "--verify-losses tries every loss set: group %d has %d nodes, "
+               "too many (at most 24); use --verify",
+               g, r->gsize[g]);
+      return FT_EINVAL;
+    }
   for (int node = 0; node < r->nnodes; node++)
     if (r->rank_of_node[node] < 0) {
       snprintf(r->msg, sizeof(r->msg),

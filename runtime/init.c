@@ -8,6 +8,7 @@
  * an agreement over MPI_COMM_WORLD, so every rank returns the same status and
  * no rank is left waiting in a collective that the others abandoned.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,19 +97,20 @@ static void destroy(ft_ctx_t *c) {
     MPI_Finalize();
 }
 
-/* Report a failure agreed by everyone: the ranks that know why say it. */
+/* Report a failure agreed by everyone (collective): the lowest rank that
+ * knows why says it, once, instead of a thousand identical lines. */
 static int fail(ft_ctx_t *c, int rc, int local_rc, const char *msg) {
-  if (local_rc != FT_OK && msg[0])
+  int me = local_rc != FT_OK && msg[0] ? c->world_rank : INT_MAX, first;
+  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == c->world_rank)
     FT_LOGE(&c->log, "ft_init: %s", msg);
   destroy(c);
   return rc;
 }
 
+/* After the configuration is agreed: roles, communicators, store path. */
 static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
-  int rc = ft__config_load(&c->cfg, ft__config_env, NULL, msg, msglen);
-  if (rc)
-    return rc;
-  gethostname(c->host, sizeof(c->host) - 1);
+  int rc;
   ft__fault_parse(&c->fault, c->cfg.fault);
   if ((rc = split_nodes(c)) || (rc = split_roles(c)))
     return rc;
@@ -136,8 +138,15 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &c->world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &c->world_size);
+  gethostname(c->host, sizeof(c->host) - 1);
+  ft__log_init(&c->log, FT_LOG_WARN, c->host, c->world_rank, "init");
   char msg[512] = "";
-  int local = setup(c, msg, sizeof(msg));
+  /* Agree on the configuration before any split: a rank that skipped a
+   * collective because of a bad variable would leave the others waiting. */
+  int local = ft__config_load(&c->cfg, ft__config_env, NULL, msg, sizeof(msg));
+  if ((rc = ft__agree(MPI_COMM_WORLD, local)))
+    return fail(c, rc, local, msg);
+  local = setup(c, msg, sizeof(msg));
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
     return fail(c, rc, local, msg);
   /* The SMP prepares the store and the control segment; the trainers attach

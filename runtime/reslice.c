@@ -70,8 +70,10 @@ static void hold(server_t *sv, const ft__meta_t *m, ft__slot_t *slot) {
 /* adopt<N>/ directories: a lost node's meta and its slot of the version. */
 static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
   DIR *d = opendir(c->dir);
-  if (!d)
+  if (!d) {
+    FT_LOGE(&c->log, "ft_restore: %s: cannot list the store", c->dir);
     return FT_EIO;
+  }
   struct dirent *e;
   int rc = FT_OK;
   char sub[FT_PATH_MAX + 300], msg[512];
@@ -91,6 +93,7 @@ static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
       FT_LOGE(&c->log, "ft_restore: %s holds version %llu, not %llu committed",
               s->path, (unsigned long long)s->hdr->version,
               (unsigned long long)c->ctl->restore_version);
+      ft__slot_close(s);
       rc = FT_ECORRUPT;
       break;
     }

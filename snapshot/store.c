@@ -414,7 +414,9 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
   if (!str_ok(f.job, sizeof(f.job)) || !str_ok(f.host, sizeof(f.host)) ||
       f.nlocal > FT_MAX_LOCAL || f.k < 1 ||
       (uint64_t)f.k + f.m >= FT_MAX_CHUNKS || f.nnodes < 1 ||
-      f.nnodes > FT_MAX_NODES || f.node >= f.nnodes ||
+      f.nnodes > FT_MAX_NODES || f.node >= f.nnodes || f.group >= f.nnodes ||
+      f.group_size < 1 || f.group_size >= FT_MAX_CHUNKS ||
+      f.pos >= f.group_size ||
       (len - sizeof(f) - 8) / FT_NAME_MAX < f.nnodes)
     return say(msg, msglen, FT_ECORRUPT, "%s: fields out of range", path);
   memcpy(m->job, f.job, sizeof(m->job));

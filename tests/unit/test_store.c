@@ -848,6 +848,7 @@ START_TEST(meta_full_tables) {
   ft__meta_t *m = calloc(1, sizeof(*m)), *got = calloc(1, sizeof(*got));
   snprintf(m->job, sizeof(m->job), JOB);
   m->nnodes = FT_MAX_NODES, m->k = 1, m->nlocal = FT_MAX_LOCAL;
+  m->group_size = 1; /* a group of one: position 0 */
   for (uint32_t n = 0; n < FT_MAX_NODES; n++)
     memset(m->hosts[n], 'h', FT_NAME_MAX - 1);
   for (uint32_t r = 0; r < FT_MAX_LOCAL; r++) {
