@@ -16,6 +16,7 @@
  * Servers verify the CRCs of the regions they serve before sending.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,16 @@ static int by_server(const void *a, const void *b) {
   return ((const want_t *)a)->server - ((const want_t *)b)->server;
 }
 
+static int too_big(ft_ctx_t *c, uint64_t bytes, const char *what) {
+  if (bytes <= INT_MAX)
+    return FT_OK;
+  FT_LOGE(&c->log,
+          "ft_restore: re-slicing would %s %llu bytes on this rank; this "
+          "version moves at most 2 GiB per rank in a re-sliced restore",
+          what, (unsigned long long)bytes);
+  return FT_ERANGE;
+}
+
 static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
   int n, rc;
   MPI_Comm_size(c->app_comm, &n);
@@ -328,6 +339,13 @@ static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
     p.drcount[w[i].server] += (int)w[i].q.len;
     want_bytes += w[i].q.len;
   }
+  /* MPI counts and displacements are ints: one exchange moves < 2 GiB per
+   * rank (a limit of this version, refused rather than overflowed). */
+  if ((rc = ft__agree(c->app_comm, too_big(c, want_bytes, "receive")))) {
+    free(q);
+    free_plan(&p);
+    return rc;
+  }
   MPI_Alltoall(p.scount, 1, MPI_INT, p.rcount, 1, MPI_INT, c->app_comm);
   displs(p.scount, p.sdispl, n);
   displs(p.rcount, p.rdispl, n);
@@ -341,6 +359,11 @@ static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
       p.dscount[s] += (int)in[i].len;
       out_bytes += in[i].len;
     }
+  if ((rc = ft__agree(c->app_comm, too_big(c, out_bytes, "serve")))) {
+    free(q), free(in);
+    free_plan(&p);
+    return rc;
+  }
   displs(p.dscount, p.dsdispl, n);
   displs(p.drcount, p.drdispl, n);
   uint8_t *out = malloc(out_bytes + 1), *got = malloc(want_bytes + 1);
