@@ -31,6 +31,7 @@ typedef struct ft__exchange {
   void *midway_arg;
   /* results */
   double t_transfer, t_encode; /* seconds waiting for pieces, encoding */
+  double t_crc;                 /* seconds computing data_crc */
   uint64_t bytes_sent, bytes_recv;
 } ft__exchange_t;
 

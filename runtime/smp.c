@@ -602,6 +602,7 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
   int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
   st->last_transfer = x.t_transfer;
   st->last_encode = x.t_encode;
+  st->last_crc += x.t_crc;
   st->last_bytes_sent = x.bytes_sent;
   st->last_bytes_recv = x.bytes_recv;
   return rc;
