@@ -19,6 +19,7 @@
 #include "recovery/survey.h"
 #include "runtime/ctl.h"
 #include "runtime/error.h"
+#include "runtime/groupmeta.h"
 
 /* ---- plan ---- */
 
@@ -399,36 +400,19 @@ static void rename_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) 
   snprintf(m->host, sizeof(m->host), "%s", r->host);
 }
 
+static int wait_blocking(void *arg, MPI_Request *req) {
+  (void)arg;
+  return MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? FT_OK : FT_EMPI;
+}
+
 static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
                        int pos) {
   MPI_Comm gc;
   MPI_Comm_split(r->comm, group >= 0 ? group : MPI_UNDEFINED, pos, &gc);
   if (gc == MPI_COMM_NULL)
     return FT_OK;
-  uint8_t *mine = NULL, *all = NULL;
-  size_t len = 0;
-  int n, rc = ft__meta_encode(m, &mine, &len), ilen = (int)len;
-  MPI_Comm_size(gc, &n);
-  int lens[FT_MAX_CHUNKS], displs[FT_MAX_CHUNKS];
-  MPI_Allgather(&ilen, 1, MPI_INT, lens, 1, MPI_INT, gc);
-  size_t total = 0;
-  for (int i = 0; i < n; i++) {
-    displs[i] = (int)total;
-    total += (size_t)lens[i];
-  }
-  all = malloc(total + 1);
-  MPI_Allgatherv(mine, ilen, MPI_BYTE, all, lens, displs, MPI_BYTE, gc);
-  const uint8_t *parts[FT_MAX_CHUNKS];
-  size_t plens[FT_MAX_CHUNKS];
-  for (int i = 0; i < n; i++) {
-    parts[i] = all + displs[i];
-    plens[i] = (size_t)lens[i];
-  }
-  char msg[512];
-  if (rc == FT_OK && all)
-    rc = ft__group_meta_write(r->dir, parts, plens, n, msg, sizeof(msg));
-  free(mine);
-  free(all);
+  int rc = ft__group_meta_share(gc, m, r->dir, wait_blocking, NULL, r->msg,
+                                sizeof(r->msg));
   MPI_Comm_free(&gc);
   return rc;
 }

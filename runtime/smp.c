@@ -27,6 +27,7 @@
 #include "ec/layout.h"
 #include "runtime/ctx.h"
 #include "runtime/error.h"
+#include "runtime/groupmeta.h"
 #include "runtime/topo.h"
 
 typedef struct ft__smp {
@@ -463,46 +464,9 @@ static void fill_meta(smp_t *s, ft__meta_t *m) {
 
 /* Every member of the group keeps every member's metadata (collective over
  * the group; a member with nothing to share sends zero bytes). */
-static int share_group_meta(smp_t *s, const ft__meta_t *m) {
-  uint8_t *mine = NULL, *all = NULL;
-  size_t len = 0;
-  int rc = m ? ft__meta_encode(m, &mine, &len) : FT_OK;
-  int n = s->gsize, ilen = (int)len;
-  int *lens = calloc((size_t)n, sizeof(int)), *displs = calloc((size_t)n, sizeof(int));
-  MPI_Request req;
-  int arc = lens && displs ? FT_OK : FT_ENOMEM;
-  if (arc == FT_OK && MPI_Iallgather(&ilen, 1, MPI_INT, lens, 1, MPI_INT,
-                                     s->gcomm, &req) == MPI_SUCCESS)
-    arc = wait_req(s, &req, "group metadata");
-  size_t total = 0;
-  for (int i = 0; arc == FT_OK && i < n; i++) {
-    displs[i] = (int)total;
-    total += (size_t)lens[i];
-  }
-  if (arc == FT_OK && !(all = malloc(total + 1)))
-    arc = FT_ENOMEM;
-  if (arc == FT_OK &&
-      MPI_Iallgatherv(mine, ilen, MPI_BYTE, all, lens, displs, MPI_BYTE,
-                      s->gcomm, &req) == MPI_SUCCESS)
-    arc = wait_req(s, &req, "group metadata");
-  int complete = arc == FT_OK;
-  for (int i = 0; complete && i < n; i++)
-    complete = lens[i] > 0;
-  if (rc == FT_OK && arc == FT_OK && complete) {
-    const uint8_t *parts[FT_MAX_CHUNKS];
-    size_t plens[FT_MAX_CHUNKS];
-    for (int i = 0; i < n && i < FT_MAX_CHUNKS; i++) {
-      parts[i] = all + displs[i];
-      plens[i] = (size_t)lens[i];
-    }
-    rc = ft__group_meta_write(s->c->dir, parts, plens, n, s->msg,
-                              sizeof(s->msg));
-  }
-  free(mine);
-  free(all);
-  free(lens);
-  free(displs);
-  return rc ? rc : arc;
+
+static int wait_group(void *arg, MPI_Request *req) {
+  return wait_req(arg, req, "group metadata");
 }
 
 /* Write this node's metadata and share the group's (collective). */
@@ -514,7 +478,8 @@ static int write_meta(smp_t *s, int rc) {
     fill_meta(s, m);
     rc = ft__meta_write(s->c->dir, m, s->msg, sizeof(s->msg));
   }
-  int grc = share_group_meta(s, rc == FT_OK ? m : NULL);
+  int grc = ft__group_meta_share(s->gcomm, rc == FT_OK ? m : NULL, s->c->dir,
+                                 wait_group, s, s->msg, sizeof(s->msg));
   free(m);
   return rc ? rc : grc;
 }

@@ -1,0 +1,26 @@
+/*
+ * Sharing group metadata: every member of an erasure-coding group keeps the
+ * metadata of every member (group.meta), so that survivors can describe a
+ * lost member to its replacement.  Used by the SMP at layout time and by
+ * ft-restore after a rebuild.
+ */
+#ifndef FT_RUNTIME_GROUPMETA_H
+#define FT_RUNTIME_GROUPMETA_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "snapshot/store.h"
+
+/* Completes a request; the SMP waits with naps and a timeout, tools block. */
+typedef int (*ft__wait_fn)(void *arg, MPI_Request *req);
+
+/* Collective over gc (members in position order): allgather every member's
+ * encoded metadata and write dir/group.meta.  m may be NULL for a member
+ * with nothing to share: then nobody writes (the table would be
+ * incomplete).  Returns the first error, with msg. */
+int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
+                         ft__wait_fn wait, void *arg, char *msg,
+                         size_t msglen);
+
+#endif
