@@ -4,6 +4,7 @@
  * what ftrt's wrappers, pipeline and transfers add.
  */
 #include "bench/baseline.h"
+#include "snapshot/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -179,18 +180,6 @@ double fb_decode_gbs(int k, int m, uint64_t bytes, size_t piece, int reps,
 
 /* ---- disk ---- */
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
 
 double fb_time_write_fsync(const char *dir, const char *name, const void *buf,
                            size_t n) {
@@ -200,7 +189,7 @@ double fb_time_write_fsync(const char *dir, const char *name, const void *buf,
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return -1;
-  int rc = write_all(fd, buf, n);
+  int rc = ft__write_all(fd, buf, n);
   if (rc == 0)
     rc = fsync(fd);
   int err = errno;

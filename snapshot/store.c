@@ -480,9 +480,10 @@ int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
   return FT_OK;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
+int ft__write_all(int fd, const uint8_t *p, size_t n) {
   while (n) {
-    ssize_t w = write(fd, p, n);
+    /* one write(2) moves at most about 2 GiB on Linux */
+    ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
@@ -509,7 +510,7 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
   snprintf(final, sizeof(final), "%s/%s", dir, name);
   int rc = FT_OK;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
+  if (fd < 0 || ft__write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
     rc = say(msg, msglen, ft__from_errno(errno), "%s: write: %s", tmp,
              strerror(errno));
   } else if (rename(tmp, final) != 0 || fsync_dir(dir) != 0) {

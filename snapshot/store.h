@@ -190,6 +190,9 @@ int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
 int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
                         size_t msglen);
 
+/* write(2) until all n bytes are out (EINTR retried); 0 or -1 (errno). */
+int ft__write_all(int fd, const uint8_t *p, size_t n);
+
 /* mkdir -p of dir (mode 0700). */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
 /* The store directory of this node for cfg: root/job, or root/vnodeN/job
