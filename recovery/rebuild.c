@@ -418,11 +418,12 @@ static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
 }
 
 /* Shrink: the survivors become nodes 0..S-1 of a smaller layout, in their
- * old order, and their restore point is marked for re-slicing. */
-static int write_shrunk(ft__restore_t *r) {
+ * old order, and their restore point is marked for re-slicing.  Two phases
+ * (every survivor writes meta.next, then every survivor renames it), so
+ * that a restore killed in between is finished or undone by the next run's
+ * survey (resolve_pending in survey.c) instead of leaving mixed layouts. */
+static int shrunk_meta(ft__restore_t *r) {
   ft__meta_t *m = r->meta;
-  if (!r->all[r->rank].has_meta)
-    return FT_OK;
   int next = 0;
   for (int node = 0; node < r->nnodes; node++) {
     if (r->rank_of_node[node] < 0)
@@ -435,7 +436,23 @@ static int write_shrunk(ft__restore_t *r) {
   m->nnodes = (uint32_t)next;
   m->epoch = r->epoch + 1;
   m->flags |= FT_META_RESLICE;
-  return ft__meta_write(r->dir, m, r->msg, sizeof(r->msg));
+  uint8_t *buf;
+  size_t len;
+  int rc = ft__meta_encode(m, &buf, &len);
+  if (rc != FT_OK)
+    return rc;
+  rc = ft__store_write_file(r->dir, "meta.next", buf, len, r->msg,
+                            sizeof(r->msg));
+  free(buf);
+  return rc;
+}
+
+static int write_shrunk(ft__restore_t *r) {
+  int member = r->all[r->rank].has_meta;
+  int rc = ft__ragree(r, member ? shrunk_meta(r) : FT_OK);
+  if (rc == FT_OK && member)
+    rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
+  return rc;
 }
 
 /* New epoch everywhere: spares first, then survivors, then group tables. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "recovery/survey.h"
 #include "runtime/error.h"
@@ -237,8 +238,68 @@ static int check_chunks(ft__restore_t *r) {
   return FT_OK;
 }
 
+/* A shrink killed between its two metadata phases left meta.next on some
+ * survivors.  If any survivor already switched to it, every survivor wrote
+ * it (the second phase starts after the first ended everywhere): finish the
+ * switch.  Otherwise undo it.  Collective. */
+typedef struct pending {
+  uint64_t next_epoch, cur_epoch; /* 0: none */
+} pending_t;
+
+static uint64_t epoch_of(const char *dir, const char *name) {
+  uint8_t *buf;
+  size_t len;
+  uint64_t e = 0;
+  char msg[256], path[FT_PATH_MAX + 16];
+  ft__meta_t *m = malloc(sizeof(*m));
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  if (m && ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg,
+                               sizeof(msg)) == FT_OK) {
+    if (ft__meta_decode(buf, len, m, path, msg, sizeof(msg)) == FT_OK)
+      e = m->epoch;
+    free(buf);
+  }
+  free(m);
+  return e;
+}
+
+static int resolve_pending(ft__restore_t *r) {
+  pending_t mine = {epoch_of(r->dir, "meta.next"), epoch_of(r->dir, "meta")};
+  pending_t *all = calloc((size_t)r->size, sizeof(*all));
+  if (!all)
+    return FT_ENOMEM;
+  MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
+                r->comm);
+  uint64_t e = 0;
+  for (int i = 0; i < r->size; i++)
+    e = all[i].next_epoch > e ? all[i].next_epoch : e;
+  int forward = e != 0, switched = 0;
+  for (int i = 0; e && i < r->size; i++) {
+    switched |= all[i].cur_epoch == e;
+    if (all[i].cur_epoch && all[i].cur_epoch != e && all[i].next_epoch != e)
+      forward = 0;
+  }
+  forward = forward && switched;
+  free(all);
+  int rc = FT_OK;
+  if (mine.next_epoch && forward)
+    rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
+  else if (mine.next_epoch) {
+    char path[FT_PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/meta.next", r->dir);
+    unlink(path);
+  }
+  if (r->rank == 0 && e && !r->opts.quiet && !r->opts.json)
+    printf("ft-restore: an interrupted shrink was %s\n",
+           forward ? "completed" : "undone");
+  return rc;
+}
+
 int ft__survey(ft__restore_t *r) {
   ft__rnode_t me;
+  int prc = ft__ragree(r, resolve_pending(r));
+  if (prc)
+    return prc;
   read_local(r, &me);
   r->all = calloc((size_t)r->size, sizeof(ft__rnode_t));
   if (!r->all)

@@ -522,6 +522,17 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
   return rc;
 }
 
+int ft__store_rename(const char *dir, const char *from, const char *to,
+                     char *msg, size_t msglen) {
+  char a[FT_PATH_MAX + 80], b[FT_PATH_MAX + 80];
+  snprintf(a, sizeof(a), "%s/%s", dir, from);
+  snprintf(b, sizeof(b), "%s/%s", dir, to);
+  if (rename(a, b) != 0 || fsync_dir(dir) != 0)
+    return say(msg, msglen, ft__from_errno(errno), "%s: rename to %s: %s", a,
+               to, strerror(errno));
+  return FT_OK;
+}
+
 int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
                    size_t msglen) {
   uint8_t *buf;

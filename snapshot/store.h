@@ -177,6 +177,10 @@ int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen);
  * fsync of the directory (redis rdbSave). */
 int ft__store_write_file(const char *dir, const char *name, const void *buf,
                          size_t len, char *msg, size_t msglen);
+/* rename(dir/from, dir/to), then fsync of the directory. */
+int ft__store_rename(const char *dir, const char *from, const char *to,
+                     char *msg, size_t msglen);
+
 /* Read a whole file of at most max bytes into a malloc'ed buffer. */
 int ft__store_read_file(const char *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen);
