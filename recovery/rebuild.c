@@ -497,8 +497,9 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
   if (r->ncorrupt)
     printf("ft-restore: %d chunk(s) failed their CRC and will be rebuilt\n",
            r->ncorrupt);
-  printf("ft-restore: %d chunk(s) to rebuild, %.1f MiB\n", count_tasks(r),
-         (double)count_tasks(r) * (double)r->chunk_of_group[0] / 1048576.0);
+  int tasks = count_tasks(r);
+  printf("ft-restore: %d chunk(s) to rebuild, %.1f MiB\n", tasks,
+         (double)tasks * (double)r->chunk_of_group[0] / 1048576.0);
   fflush(stdout);
 }
 

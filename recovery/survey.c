@@ -192,18 +192,21 @@ static int holds(const ft__rnode_t *n, uint64_t v) {
 }
 
 static int pick_version(ft__restore_t *r) {
-  for (int i = 0; i < r->size; i++) {
-    for (int s = 0; s < FT_NSLOTS; s++) {
-      uint64_t v = r->all[i].version[s];
-      if (!r->all[i].has_meta || holds(&r->all[i], v) != s || v <= r->version)
-        continue;
-      int everywhere = 1;
-      for (int j = 0; j < r->size && everywhere; j++)
-        everywhere = !r->all[j].has_meta || holds(&r->all[j], v) >= 0;
-      if (everywhere)
-        r->version = v;
-    }
+  uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
+  unsigned char *spare = calloc((size_t)r->size, 1);
+  if (!held || !spare) {
+    free(held), free(spare);
+    return FT_ENOMEM;
   }
+  for (int i = 0; i < r->size; i++) {
+    spare[i] = !r->all[i].has_meta;
+    for (int s = 0; s < FT_NSLOTS; s++)
+      held[i * FT_NSLOTS + s] =
+          holds(&r->all[i], r->all[i].version[s]) == s ? r->all[i].version[s]
+                                                       : 0;
+  }
+  r->version = ft__newest_common(held, r->size, spare);
+  free(held), free(spare);
   if (!r->version)
     return ft__rsay(r, FT_ENOSNAPSHOT,
                "no version of job '%s' is held committed by every surviving "

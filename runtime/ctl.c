@@ -82,7 +82,6 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
   c->format = FT_STORE_FORMAT;
   c->nlocal = nlocal;
   c->smp_pid = (uint32_t)getpid();
-  c->restore_slot = -1;
   c->prepared_slot = -1;
   if (rename(tmp, path) != 0) {
     snprintf(msg, msglen, "%s: rename: %s", path, strerror(errno));

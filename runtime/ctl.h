@@ -65,7 +65,6 @@ typedef struct ft__ctl {
   uint32_t phase;
   int32_t smp_status; /* FT_OK, or the error that stopped the SMP */
   uint64_t restore_version, restore_step; /* 0: nothing to restore */
-  int32_t restore_slot;
   uint32_t restore_reslice; /* restore point left by a shrink: re-slice */
   uint64_t prepared_version; /* trainers may write this version */
   int32_t prepared_slot;

@@ -264,22 +264,13 @@ static int agree_restore(smp_t *s) {
   if (!all)
     return FT_ENOMEM;
   int rc = allgather(s, mine, all, sizeof(mine), "restore agreement");
-  uint64_t best = 0;
-  for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
-    uint64_t v = mine[i];
-    int everywhere = v > best;
-    for (int n = 0; everywhere && n < s->nnodes; n++)
-      everywhere = all[n * FT_NSLOTS] == v || all[n * FT_NSLOTS + 1] == v;
-    if (everywhere)
-      best = v;
-  }
+  uint64_t best = rc == FT_OK ? ft__newest_common(all, s->nnodes, NULL) : 0;
   free(all);
   s->committed = best;
   for (int i = 0; rc == FT_OK && best && i < FT_NSLOTS; i++) {
     if (mine[i] != best)
       continue;
     ft__slot_set_state(&s->slot[i], FT_SLOT_COMMITTED);
-    s->ctl->restore_slot = i;
     s->ctl->restore_version = best;
     s->ctl->restore_step = s->slot[i].hdr->step;
     s->ctl->restore_reslice = s->meta && (s->meta->flags & FT_META_RESLICE);

@@ -317,6 +317,28 @@ int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
                          msglen);
 }
 
+static int node_holds(const uint64_t *row, uint64_t v) {
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (row[i] == v)
+      return 1;
+  return 0;
+}
+
+uint64_t ft__newest_common(const uint64_t *held, int nnodes,
+                           const unsigned char *ignore) {
+  uint64_t best = 0;
+  for (int n = 0; n < nnodes; n++)
+    for (int i = 0; i < FT_NSLOTS && !(ignore && ignore[n]); i++) {
+      uint64_t v = held[n * FT_NSLOTS + i];
+      int everywhere = v > best;
+      for (int o = 0; everywhere && o < nnodes; o++)
+        everywhere = (ignore && ignore[o]) || node_holds(&held[o * FT_NSLOTS], v);
+      if (everywhere)
+        best = v;
+    }
+  return best;
+}
+
 /* ---- metadata ---- */
 
 /* The wire form: magic, format, length, then the fixed part of ft__meta_t
