@@ -18,6 +18,7 @@
 #include "recovery/survey.h"
 #include "recovery/verify.h"
 #include "runtime/error.h"
+#include "runtime/hold.h"
 
 static void usage(FILE *f) {
   fputs(
@@ -80,6 +81,25 @@ static int parse(int argc, char **argv, ft__restore_t *r) {
   return 0;
 }
 
+/* FT_HOLD=phase=restore: a control segment in the store through which
+ * ft-hold sees this process held and lets it go (hold.h).  Made only then,
+ * so that an unarmed ft-restore writes nothing where it rebuilds nothing. */
+static void arm_hold(ft__restore_t *r) {
+  ft__hold_spec_t h;
+  char msg[512];
+  if (!r->cfg.hold[0] || ft__hold_parse(r->cfg.hold, &h) != 0 ||
+      h.point != FT_HOLD_RESTORE)
+    return;
+  if (ft__store_mkdir(r->dir, msg, sizeof(msg)) != FT_OK ||
+      ft__ctl_create(r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
+    fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", r->cfg.hold, msg);
+    r->ctl = NULL;
+    return;
+  }
+  ft__store32(&r->ctl->phase, FT_PHASE_RESTORE);
+  ft__hold_arm(r->ctl, &h);
+}
+
 static int exit_code(int rc) {
   return rc == FT_OK ? 0 : rc == FT_ETOOMANY ? 3 : 1;
 }
@@ -105,8 +125,13 @@ int main(int argc, char **argv) {
   gethostname(r.host, sizeof(r.host) - 1);
   ft__fault_parse(&r.fault, r.cfg.fault);
   ft__store_dir(&r.cfg, r.cfg.vnode_ranks ? r.rank : -1, r.dir, sizeof(r.dir));
+  arm_hold(&r);
   int rc = ft__restore_run(&r);
   ft__restore_report(&r, rc);
+  if (r.ctl) {
+    ft__store32(&r.ctl->phase, FT_PHASE_DONE);
+    ft__ctl_notify(r.ctl);
+  }
   MPI_Finalize();
   return exit_code(rc);
 }

@@ -20,6 +20,7 @@
 #include "runtime/ctl.h"
 #include "runtime/error.h"
 #include "runtime/groupmeta.h"
+#include "runtime/hold.h"
 
 /* ---- plan ---- */
 
@@ -253,6 +254,16 @@ static void post_piece(ft__restore_t *r, const task_t *t, uint8_t **chunks,
   }
 }
 
+/* In the middle of rebuilding a chunk: the hold point, then the fault. */
+static void midway(ft__restore_t *r) {
+  if (r->ctl)
+    ft__hold_at(r->ctl,
+                ft__hold_gate(r->ctl, &r->ctl->smp_gate_step, r->step,
+                              1u << FT_HOLD_RESTORE),
+                FT_HOLD_RESTORE, r->step);
+  ft__fault_point(&r->fault, "restore", r->rank, r->host);
+}
+
 /* Decode piece by piece, receiving piece q+1 while decoding piece q.  The
  * codec solves with exactly the k sources: every other role is erased. */
 static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
@@ -284,7 +295,7 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
       return FT_EMPI;
     rc = ft__codec_decode(codec, len, chunks[p % 2], erased, ne);
     if (p == np / 2)
-      ft__fault_point(&r->fault, "restore", r->rank, r->host);
+      midway(r);
   }
   return rc;
 }

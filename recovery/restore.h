@@ -21,6 +21,7 @@
 
 #include "ec/layout.h"
 #include "runtime/config.h"
+#include "runtime/ctl.h"
 #include "runtime/fault.h"
 #include "snapshot/store.h"
 
@@ -56,6 +57,7 @@ typedef struct ft__restore {
   ft__config_t cfg;
   ft__restore_opts_t opts;
   ft__fault_t fault;
+  ft__ctl_t *ctl; /* only while FT_HOLD names phase=restore (hold.h) */
   char dir[FT_PATH_MAX];
   char host[FT_NAME_MAX];
   ft__meta_t *meta; /* this rank's metadata, when it has one */

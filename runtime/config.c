@@ -15,6 +15,7 @@
 #include "ftrt.h"
 #include "runtime/error.h"
 #include "runtime/fault.h"
+#include "runtime/hold.h"
 
 #define FT__DEFAULT_TIMEOUT_S 60.0
 #define FT__DEFAULT_PIECE (1u << 20)
@@ -200,6 +201,15 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
                   "copy|crc|encode|commit|restore",
                   v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
+  }
+  if ((v = get("FT_HOLD", arg))) {
+    ft__hold_spec_t h;
+    if (strlen(v) >= sizeof(cfg->hold) || ft__hold_parse(v, &h) != 0)
+      return fail(msg, msglen,
+                  "FT_HOLD=%s: expected step=N or phase=P[,step=N] with P "
+                  "snapshot|crc|encode|commit|restore",
+                  v);
+    snprintf(cfg->hold, sizeof(cfg->hold), "%s", v);
   }
   return FT_OK;
 }

@@ -38,6 +38,7 @@ typedef struct ft__config {
   size_t piece_bytes;                 /* FT_PIECE_SIZE */
   int default_memory;                 /* FT_MEMORY: ft_mem_kind_t */
   char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
+  char hold[FT_JOB_MAX];              /* FT_HOLD: "step=N", "phase=P,step=N" */
   int vnode_ranks;                    /* FT_VIRTUAL_NODE_RANKS, 0 = real nodes */
 } ft__config_t;
 

@@ -35,6 +35,7 @@ typedef struct ft__ctl_rank {
   uint32_t finalized;
   uint64_t step;            /* training step of the snapshot being written */
   uint64_t written_version; /* last version whose copy ended */
+  uint64_t gate_step;       /* step of the last hold gate passed (hold.h) */
   int32_t written_status;   /* FT_OK or why the copy failed */
   uint32_t nbufs;
   uint64_t region_bytes;
@@ -51,6 +52,18 @@ typedef struct ft__ctl_stats {
   double last_copy, last_crc, last_transfer, last_encode, last_commit;
   uint64_t last_bytes_sent, last_bytes_recv;
 } ft__ctl_stats_t;
+
+/* A hold armed at a point of the job (hold.h). */
+typedef struct ft__ctl_hold {
+  uint32_t armed;     /* generation, 0 when nothing is armed */
+  uint32_t point;     /* ft__hold_point_t */
+  uint64_t step;      /* hold at the first snapshot of step >= this */
+  uint32_t held;      /* processes held at the point now */
+  uint32_t passed;    /* processes that held and were let go */
+  uint64_t held_step; /* step of the snapshot they hold in */
+  uint32_t gen;       /* last generation handed out */
+  uint32_t pad;
+} ft__ctl_hold_t;
 
 typedef struct ft__ctl {
   char magic[8];
@@ -71,6 +84,8 @@ typedef struct ft__ctl {
   uint32_t pad2;
   uint64_t committed_version, committed_step;
   uint64_t started_ns;
+  uint64_t smp_gate_step; /* step of the version the SMP protects (hold.h) */
+  ft__ctl_hold_t hold;
   char host[FT_NAME_MAX];
   char msg[512];     /* message that goes with layout/smp status */
   char binding[160]; /* what the SMP did about CPU binding */

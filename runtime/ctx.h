@@ -50,6 +50,7 @@ struct ft_ctx {
   int frozen;       /* no more ft_register */
   ft__slot_t slot[FT_NSLOTS];
   uint64_t version; /* last snapshot started */
+  uint32_t hold_gen; /* hold armed for this snapshot (hold.h), else 0 */
   pthread_t copier;
   int copying;
   int copy_slot;

@@ -28,6 +28,7 @@
 #include "runtime/ctx.h"
 #include "runtime/error.h"
 #include "runtime/groupmeta.h"
+#include "runtime/hold.h"
 #include "runtime/topo.h"
 
 typedef struct ft__smp {
@@ -310,6 +311,13 @@ static void publish_node(smp_t *s) {
   ctl->started_ns = (uint64_t)time(NULL) * 1000000000ull;
 }
 
+/* FT_HOLD arms a hold before any trainer attaches: none can pass it. */
+static void arm_hold(smp_t *s) {
+  ft__hold_spec_t h;
+  if (s->c->cfg.hold[0] && ft__hold_parse(s->c->cfg.hold, &h) == 0)
+    ft__hold_arm(s->ctl, &h);
+}
+
 int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   smp_t *s = calloc(1, sizeof(*s));
   if (!s)
@@ -323,6 +331,8 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
     rc = ft__ctl_create(c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,
                         sizeof(s->msg));
   c->ctl = s->ctl;
+  if (rc == FT_OK)
+    arm_hold(s);
   /* Collective steps run even after a local error, so that no SMP is left
    * alone in a collective; the local error (and its message) wins. */
   char local_msg[sizeof(s->msg)];
@@ -614,6 +624,10 @@ static int end_reslice(smp_t *s) {
   return rc;
 }
 
+/* The hold points an SMP passes in protect() (hold.h). */
+#define SMP_HOLDS                                                              \
+  ((1u << FT_HOLD_CRC) | (1u << FT_HOLD_ENCODE) | (1u << FT_HOLD_COMMIT))
+
 static int protect(smp_t *s, uint64_t v) {
   ft__slot_t *sl = &s->slot[v % FT_NSLOTS];
   ft__ctl_stats_t st = {0};
@@ -622,13 +636,17 @@ static int protect(smp_t *s, uint64_t v) {
     if (s->ctl->rank[i].written_status != FT_OK)
       return s->ctl->rank[i].written_status;
   sl->hdr->step = ft__load64(&s->ctl->rank[0].step);
+  uint32_t hold = ft__hold_gate(s->ctl, &s->ctl->smp_gate_step, sl->hdr->step,
+                                SMP_HOLDS);
   ft__store32(&s->ctl->phase, FT_PHASE_CRC);
+  ft__hold_at(s->ctl, hold, FT_HOLD_CRC, sl->hdr->step);
   FT_FAULT_POINT(s->c, "crc");
   /* With peers, the data CRCs are computed as the chunks go out. */
   if (s->m == 0)
     ft__slot_seal_data(sl);
   st.last_crc = ft__now() - t;
   ft__store32(&s->ctl->phase, FT_PHASE_ENCODE);
+  ft__hold_at(s->ctl, hold, FT_HOLD_ENCODE, sl->hdr->step);
   int rc = encode(s, sl, &st);
   if (rc == FT_OK)
     ft__slot_set_state(sl, FT_SLOT_LOCAL);
@@ -640,6 +658,7 @@ static int protect(smp_t *s, uint64_t v) {
     ft__slot_set_state(sl, FT_SLOT_ENCODED);
   }
   ft__store32(&s->ctl->phase, FT_PHASE_COMMIT);
+  ft__hold_at(s->ctl, hold, FT_HOLD_COMMIT, sl->hdr->step);
   FT_FAULT_POINT(s->c, "commit");
   t = ft__now();
   int crc = min_u64(s, offer, &agreed, "commit");

@@ -17,6 +17,7 @@
 
 #include "runtime/ctx.h"
 #include "runtime/error.h"
+#include "runtime/hold.h"
 #include "runtime/reslice.h"
 #include "runtime/topo.h"
 
@@ -140,6 +141,8 @@ static int wait_for(ft_ctx_t *c, int (*cond)(ft_ctx_t *), const char *what) {
       FT_LOGE(&c->log, "%s: the SMP stopped: %s", what, c->ctl->msg);
       return smp;
     }
+    if (ft__hold_active(c->ctl)) /* the SMP is held (hold.h), not lost */
+      deadline = ft__now() + c->cfg.timeout_s;
     double left = deadline - ft__now();
     if (left <= 0) {
       FT_LOGE(&c->log, "%s: no answer from the SMP of %s in %.0f s (FT_TIMEOUT)",
@@ -204,8 +207,10 @@ static int copy_out(ft_ctx_t *c) {
   int rc = FT_OK;
   for (int i = 0; i < c->nregs && rc == FT_OK; i++) {
     ft__reg_t *r = &c->regs[i];
-    if (i == c->nregs / 2)
+    if (i == c->nregs / 2) {
+      ft__hold_at(c->ctl, c->hold_gen, FT_HOLD_SNAPSHOT, me(c)->step);
       FT_FAULT_POINT(c, "copy");
+    }
     if (r->opts.memory == FT_MEM_CUDA)
       rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
                                    r->bytes, r->opts.cuda_stream);
@@ -294,9 +299,7 @@ static int run_copy(ft_ctx_t *c) {
   return FT_OK;
 }
 
-int ft_snapshot(ft_ctx_t *c, uint64_t step) {
-  if (!c)
-    return FT_EINVAL;
+static int snapshot(ft_ctx_t *c, uint64_t step) {
   int rc = ft_fence(c);
   if (rc == FT_OK)
     rc = ensure_layout(c);
@@ -313,6 +316,31 @@ int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   if ((rc = ft__agree(c->app_comm, prepare_copy(c))))
     return rc; /* every rank retries the same version next time */
   return run_copy(c);
+}
+
+/* The trainers' hold points: mid-copy, and after the commit (hold.h). */
+#define TRAINER_HOLDS ((1u << FT_HOLD_STEP) | (1u << FT_HOLD_SNAPSHOT))
+
+/* FT_HOLD=step=N: every trainer stops once its snapshot is committed. */
+static int hold_after_commit(ft_ctx_t *c, uint64_t step) {
+  if (!c->hold_gen || c->ctl->hold.point != FT_HOLD_STEP)
+    return FT_OK;
+  int rc = ft_wait_committed(c, NULL);
+  if (rc == FT_OK)
+    ft__hold_at(c->ctl, c->hold_gen, FT_HOLD_STEP, step);
+  return rc;
+}
+
+int ft_snapshot(ft_ctx_t *c, uint64_t step) {
+  if (!c)
+    return FT_EINVAL;
+  c->hold_gen = c->ctl ? ft__hold_gate(c->ctl, &me(c)->gate_step, step,
+                                       TRAINER_HOLDS)
+                       : 0;
+  int rc = snapshot(c, step);
+  if (rc == FT_OK)
+    rc = hold_after_commit(c, step);
+  return rc;
 }
 
 int ft_fence(ft_ctx_t *c) {

@@ -2,8 +2,8 @@
 # Chaos on 4 hosts (k=3, m=1), process faults: no host is lost, the stores
 # survive, the job resumes from the last committed snapshot on the same hosts
 # and ends with the fault-free digest.
-#   1. kill a trainer (ft-chaos kill-rank) under ft-launch --restarts 1
-#   2. kill an SMP (ft-chaos kill-smp) under ft-launch --restarts 1
+#   1. kill a trainer (ft-chaos kill-rank) at step 8, ft-launch --restarts 1
+#   2. kill an SMP (ft-chaos kill-smp) at step 8, ft-launch --restarts 1
 #   8. a trainer dies in the middle of its 3rd snapshot copy (FT_FAULT=copy)
 #   9. an SMP dies in the middle of the 3rd encode (FT_FAULT=encode@HOST)
 # shellcheck source=tests/chaos/lib.sh
@@ -16,32 +16,32 @@ begin "fault-free reference: 4 hosts, 3+1, $STEPS steps"
 reference ref "$STEPS"
 ok "fault-free digest $REF"
 
-# kill_and_resume LOG CHAOS-ARGS...: a run under ft-launch --restarts 1 that
-# ft-chaos hits once step 8 is printed (so step 4 is committed); it must
-# relaunch on the same hosts (ft-restore: nothing to rebuild) and end with
-# the fault-free digest.
+# kill_and_resume LOG CHAOS-ARGS...: a run under ft-launch --restarts 1,
+# held once the snapshot of step 8 is committed, that ft-chaos hits there;
+# it must relaunch on the same hosts (ft-restore: nothing to rebuild), resume
+# from step 8 and end with the fault-free digest.
 kill_and_resume() {
   local log=$1; shift
-  launch_bg "$log" "$STEPS" --job "$FT_JOB" --restarts 1
-  chaos "$log" 8 "$@"
+  launch_held "$log" "$STEPS" step=8 --job "$FT_JOB" --restarts 1
+  chaos "$log" "$@"
   finish
   expect_rc "$log" 0 "ft-launch --restarts 1 after ft-chaos $1"
   expect_line "$log" '^ft-launch: restart 1 of 1: attempt failed with status [0-9]+; recovering$' "$1"
   expect_line "$log" '^ft-launch: no host was lost \(a process failed\): relaunching on the same hosts$' "$1"
-  expect_resumed "$log" 4 "$STEPS" "$1"
+  expect_resumed "$log" 8 8 "$1"
   expect_line "$log" "^ft-restore: every node holds version [0-9]+ \(step $RESUMED\) whole: nothing to do$" "$1"
   expect_no_line "$log" 'lost node' "$1"
   expect_digest "$log" "$1"
 }
 
-begin "1. kill a trainer (rank 2, on h3) after step 8"
+begin "1. kill a trainer (rank 2, on h3) at step 8"
 export FT_JOB=killrank
 kill_and_resume kr kill-rank 2
 grep -q 'kill-rank 2: kill -9 pid [0-9]* on h3' "$WORK/kr.chaos" ||
   { cat "$WORK/kr.chaos"; fail "ft-chaos did not kill rank 2 on h3"; }
 ok "trainer killed: relaunched on the same hosts, resumed from step $RESUMED, digest matches"
 
-begin "2. kill the SMP of h2 after step 8"
+begin "2. kill the SMP of h2 at step 8"
 export FT_JOB=killsmp
 kill_and_resume ks kill-smp h2
 grep -q 'kill-smp h2: kill -9 pid' "$WORK/ks.chaos" ||

@@ -14,18 +14,18 @@ begin "fault-free reference: 6 hosts, 4+2, $STEPS steps"
 reference ref "$STEPS" --ec 4+2
 ok "fault-free digest $REF"
 
-begin "4. kill h2 and h5 (2 hosts of one 4+2 group) after step 8"
+begin "4. kill h2 and h5 (2 hosts of one 4+2 group) at step 8"
 export FT_JOB=lose-two
-# --timeout 10: the watchdog ends the mpirun left waiting on h5 (kill_two).
-launch_bg two "$STEPS" --job "$FT_JOB" --ec 4+2 --restarts 1 --spares 2 --timeout 10
-kill_two h5 h2 8 two
+# --timeout 30: the watchdog ends the mpirun left waiting on h5 (kill_two).
+launch_held two "$STEPS" step=8 --job "$FT_JOB" --ec 4+2 --restarts 1 --spares 2 --timeout 30
+kill_two h5 h2 two
 finish
 expect_rc two 0 "ft-launch --ec 4+2 --restarts 1 --spares 2"
 expect_line two '^ft-launch: lost host\(s\): *h2 h5 *; replacing them with spare\(s\) s1 s2$' "kill h2, h5"
 expect_line two '^ft-restore: job lose-two, 6 nodes, m=2,' "kill h2, h5"
 expect_line two '^ft-restore: lost node 1 \(h2, group 0 position [0-5]\) -> s1$' "kill h2, h5"
 expect_line two '^ft-restore: lost node 4 \(h5, group 0 position [0-5]\) -> s2$' "kill h2, h5"
-expect_resumed two 4 "$STEPS" "kill h2, h5"
+expect_resumed two 8 8 "kill h2, h5"
 expect_line two "^ft-restore: restored version [0-9]+ \(step $RESUMED\): 2 lost node\(s\), 0 corrupt chunk\(s\)" "kill h2, h5"
 expect_line two "^ft-launch: on cluster $CL: h1 s1 h3 h4 s2 h6;" "kill h2, h5: relaunch with the spares in place"
 expect_digest two "kill h2, h5"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Chaos on 4 hosts (k=3, m=1) + 1 spare: kill each position of the group.
 #   3. for each host h1..h4 (one run each, on a fresh cluster): ft-chaos
-#      kill-node after step 8 (step 4 is committed); ft-launch --restarts 1
+#      kill-node at step 8 (once its snapshot is committed); ft-launch --restarts 1
 #      --spares 1 finds the lost host, puts s1 in its place, runs
 #      ft-restore, relaunches; the job resumes from the restored step and
 #      ends with the fault-free digest.  Every position 0..3 of group 0 is
@@ -19,12 +19,12 @@ ok "fault-free digest $REF"
 positions=
 for i in 1 2 3 4; do
   h=h$i
-  begin "3. kill $h (node $((i - 1))) after step 8; s1 replaces it"
+  begin "3. kill $h (node $((i - 1))) at step 8; s1 replaces it"
   [ "$i" -eq 1 ] || up cgroup 4 --spares 1
   export FT_JOB=lose-$h
   log=lose$i
-  launch_bg "$log" "$STEPS" --job "$FT_JOB" --restarts 1 --spares 1
-  chaos "$log" 8 kill-node "$h"
+  launch_held "$log" "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 1
+  chaos "$log" kill-node "$h"
   finish
   expect_rc "$log" 0 "kill $h: ft-launch --restarts 1 --spares 1"
   expect_line "$log" "^ft-launch: job failed; host\(s\) of the job unreachable \(killed or partitioned\): $h$" "kill $h"
@@ -34,7 +34,7 @@ for i in 1 2 3 4; do
   pos=${line##*position }
   pos=${pos%%)*}
   positions="$positions $pos"
-  expect_resumed "$log" 4 "$STEPS" "kill $h"
+  expect_resumed "$log" 8 8 "kill $h"
   expect_line "$log" "^ft-restore: restored version [0-9]+ \(step $RESUMED\): 1 lost node\(s\), 0 corrupt chunk\(s\), [0-9.]+ MiB rebuilt" "kill $h"
   hosts="h1 h2 h3 h4"
   expect_line "$log" "^ft-launch: on cluster $CL: ${hosts/$h/s1};" "kill $h: relaunch with s1 in $h's place"

@@ -96,8 +96,9 @@ ok "2 lost in a 3+1 group: exit 3, group 0 and h1, h2 named, survivors unchanged
 begin "11b. h1 and h2 lost while the job runs: ft-launch --restarts 1 --spares 2 gives up"
 up crestore 4 --spares 2
 export FT_JOB=too-many-launch
-launch_bg tl 32 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
-kill_two h1 h2 8 tl
+# --timeout 30: the watchdog ends the mpirun left waiting on h1 (kill_two).
+launch_held tl 32 step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 30
+kill_two h1 h2 tl
 finish
 expect_rc tl 3 "ft-launch --restarts 1 after losing 2 hosts of a 3+1 group"
 expect_line tl '^ft-launch: lost host\(s\): *h1 h2 *; replacing them with spare\(s\) s1 s2$' "too many losses"

@@ -23,6 +23,7 @@ T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-chaos.XXXXXX")
 BG_PIDS=()
 CL=
+HOLD_WHEN=   # the hold point of the last launch_held
 export FT_TIMEOUT=30   # ft-launch's watchdog and the runtime's waits
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -92,34 +93,24 @@ launch_bg() {
 # finish: wait for the background launch; RC = its exit status.
 finish() { wait "$LPID"; RC=$?; }
 
-# at_step LOG N: until the background launch has printed "step N loss".
-# Training blocks a snapshot until the previous one is committed, so once
-# step N is printed the snapshot of step N - 2*EVERY is committed on every
-# node.  (ft-chaos --when step=N polls ft-status on every host in turn
-# through ft-cluster exec; with 12-16 busy ranks on 2 cores one round took
-# longer than the whole job, so the suite watches the job's output instead
-# and then strikes with --when now.)
-at_step() {
-  local i
-  for ((i = 0; i < 2400; i++)); do
-    grep -q "^step $2 loss" "$WORK/$1" && return 0
-    kill -0 "$LPID" 2>/dev/null || { show "$1"; fail "the job ended before step $2"; }
-    sleep 0.05
-  done
-  show "$1"; fail "no step $2 within 120 s"
+# launch_held LOG STEPS WHEN [ARGS...]: launch_bg with the hold point WHEN
+# armed from the start (FT_HOLD, runtime/hold.h): the job stops at WHEN
+# (step=N: once the snapshot of step N is committed everywhere) and waits
+# there until ft-chaos has delivered its fault.  Nothing is timed: however
+# slow the machine, the fault lands at WHEN.
+launch_held() {
+  local log=$1 steps=$2 when=$3; shift 3
+  HOLD_WHEN=$when
+  FT_HOLD=$when launch_bg "$log" "$steps" "$@"
 }
 
-# chaos LOG N ARGS...: once step N is printed, ft-chaos ARGS --when now
-# against the running background launch (output in $WORK/LOG.chaos).
+# chaos LOG ARGS...: ft-chaos ARGS --when $HOLD_WHEN against the held
+# background launch (output in $WORK/LOG.chaos).
 chaos() {
-  local log=$1 step=$2; shift 2
-  at_step "$log" "$step"
-  ft-chaos "$@" --job "$FT_JOB" --when now >"$WORK/$log.chaos" 2>&1 && return 0
+  local log=$1; shift
+  ft-chaos "$@" --job "$FT_JOB" --when "$HOLD_WHEN" >"$WORK/$log.chaos" 2>&1 && return 0
   cat "$WORK/$log.chaos"
-  if ! kill -0 "$LPID" 2>/dev/null && grep -q '^digest ' "$WORK/$log"; then
-    show "$log" 20; fail "ft-chaos $*: the job ended before the fault (slow machine? more --steps)"
-  fi
-  show "$log"; fail "ft-chaos $* failed"
+  show "$log"; fail "ft-chaos $* --when $HOLD_WHEN failed"
 }
 
 digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$WORK/$1" | tail -1; }
@@ -197,14 +188,15 @@ store_md5() {
     'cd "/dev/shm/ftrt/$FT_JOB" && for f in *; do [ -f "$f" ] && md5sum "$f"; done' 2>&1
 }
 
-# kill_two FIRST SECOND STEP LOG: once step STEP is printed, both hosts die
-# before the job sees either go.  FIRST is cut off, then
-# killed (nothing reaches the job: FIRST just stops answering), then SECOND
-# is killed (the job fails at once; ft-launch's watchdog ends the mpirun that
-# waits on FIRST).  Killing them one after the other while the job runs would
-# race ft-launch, which may look for lost hosts between the two kills.
+# kill_two FIRST SECOND LOG: both hosts die at the hold point before the
+# job sees either go.  While the job is held, FIRST is cut off and killed
+# (nothing reaches the job: FIRST just stops answering), then SECOND is
+# killed (the job fails at once; ft-launch's watchdog ends the mpirun that
+# waits on FIRST after its --timeout).  Killing them one after the other
+# without the partition would race ft-launch, which may look for lost hosts
+# between the two kills.
 kill_two() {
-  chaos "$4" "$3" partition "$1"
+  chaos "$3" partition "$1" --keep-held
   ft-cluster kill "$1" --name "$CL" >/dev/null &&
     ft-cluster kill "$2" --name "$CL" >/dev/null || fail "ft-cluster kill $1, $2"
 }

@@ -1,0 +1,100 @@
+/* Hold points: parsing of FT_HOLD, arming, and the wait at a point. */
+#include "runtime/hold.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = {"none",   "step",   "snapshot", "crc",
+                                    "encode", "commit", "restore"};
+
+const char *ft__hold_point_name(uint32_t point) {
+  return point <= FT_HOLD_RESTORE ? names[point] : "?";
+}
+
+int ft__hold_is_trainer(uint32_t point) {
+  return point == FT_HOLD_STEP || point == FT_HOLD_SNAPSHOT;
+}
+
+static int parse_step(const char *s, uint64_t *out) {
+  if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18)
+    return -1;
+  *out = strtoull(s, NULL, 10);
+  return 0;
+}
+
+static int parse_phase(const char *s, size_t len) {
+  for (uint32_t p = FT_HOLD_SNAPSHOT; p <= FT_HOLD_RESTORE; p++)
+    if (strlen(names[p]) == len && strncmp(s, names[p], len) == 0)
+      return (int)p;
+  return -1;
+}
+
+int ft__hold_parse(const char *s, ft__hold_spec_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!s)
+    return -1;
+  if (strncmp(s, "step=", 5) == 0) {
+    out->point = FT_HOLD_STEP;
+    return parse_step(s + 5, &out->step);
+  }
+  if (strncmp(s, "phase=", 6) != 0)
+    return -1;
+  s += 6;
+  const char *comma = strchr(s, ',');
+  int p = parse_phase(s, comma ? (size_t)(comma - s) : strlen(s));
+  if (p < 0)
+    return -1;
+  out->point = (uint32_t)p;
+  if (!comma)
+    return 0;
+  if (strncmp(comma + 1, "step=", 5) != 0)
+    return -1;
+  return parse_step(comma + 6, &out->step);
+}
+
+void ft__hold_format(const ft__hold_spec_t *h, char *out, size_t len) {
+  if (h->point == FT_HOLD_STEP)
+    snprintf(out, len, "step=%llu", (unsigned long long)h->step);
+  else if (h->step)
+    snprintf(out, len, "phase=%s,step=%llu", ft__hold_point_name(h->point),
+             (unsigned long long)h->step);
+  else
+    snprintf(out, len, "phase=%s", ft__hold_point_name(h->point));
+}
+
+uint32_t ft__hold_arm(ft__ctl_t *ctl, const ft__hold_spec_t *h) {
+  ft__ctl_hold_t *d = &ctl->hold;
+  uint32_t gen = d->gen + 1 ? d->gen + 1 : 1;
+  d->gen = gen;
+  d->point = h->point;
+  d->step = h->step;
+  __atomic_store_n(&d->armed, gen, __ATOMIC_SEQ_CST);
+  ft__ctl_notify(ctl);
+  return gen;
+}
+
+void ft__hold_release(ft__ctl_t *ctl) {
+  __atomic_store_n(&ctl->hold.armed, 0, __ATOMIC_SEQ_CST);
+  ft__ctl_notify(ctl);
+}
+
+int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step) {
+  ft__ctl_hold_t *d = &ctl->hold;
+  if (!gen || d->point != point ||
+      __atomic_load_n(&d->armed, __ATOMIC_ACQUIRE) != gen)
+    return 0;
+  d->held_step = step;
+  __atomic_add_fetch(&d->held, 1, __ATOMIC_ACQ_REL);
+  ft__ctl_notify(ctl);
+  for (;;) {
+    uint32_t seq = ft__ctl_seq(ctl);
+    if (__atomic_load_n(&d->armed, __ATOMIC_ACQUIRE) != gen)
+      break;
+    ft__ctl_wait(ctl, seq, 1.0);
+  }
+  __atomic_sub_fetch(&d->held, 1, __ATOMIC_ACQ_REL);
+  __atomic_add_fetch(&d->passed, 1, __ATOMIC_ACQ_REL);
+  ft__ctl_notify(ctl);
+  return 1;
+}

@@ -1,0 +1,85 @@
+/*
+ * Hold points: the other half of fault injection (fault.h is the first).
+ * A test or ft-chaos arms a hold for a named point of the job; the
+ * processes that reach that point stop there, sleeping on the control
+ * segment's futex, until the hold is released (after the fault was
+ * delivered) or withdrawn.  The job cannot run past the point meanwhile, so
+ * a fault "at step 8" lands at step 8 however slow the machine is.
+ *
+ *   FT_HOLD=step=N            every trainer, once the snapshot of the first
+ *                             snapshot step >= N is committed on every node
+ *   FT_HOLD=phase=P[,step=N]  P = snapshot: every trainer in the middle of
+ *                             its copy; crc, encode, commit: the SMP on
+ *                             entering that phase; restore: ft-restore in
+ *                             the middle of a rebuild; each for the first
+ *                             snapshot of step >= N (default 0: the next)
+ *
+ * The arming lives in the node's control segment (ctl.h), written by the
+ * SMP from FT_HOLD at launch or by ft-hold into a running job, so that one
+ * load of `armed` is all a point costs when nothing is armed.  A hold is
+ * one-shot: once released, the point lets everyone pass.
+ */
+#ifndef FT_RUNTIME_HOLD_H
+#define FT_RUNTIME_HOLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/ctl.h"
+
+typedef enum {
+  FT_HOLD_NONE = 0,
+  FT_HOLD_STEP,     /* trainers, after the commit of the step */
+  FT_HOLD_SNAPSHOT, /* trainers, mid-copy */
+  FT_HOLD_CRC,      /* SMP */
+  FT_HOLD_ENCODE,   /* SMP */
+  FT_HOLD_COMMIT,   /* SMP */
+  FT_HOLD_RESTORE   /* ft-restore */
+} ft__hold_point_t;
+
+typedef struct ft__hold_spec {
+  uint32_t point;
+  uint64_t step;
+} ft__hold_spec_t;
+
+/* Parse "step=N" or "phase=P[,step=N]".  0, or -1 when malformed. */
+int ft__hold_parse(const char *s, ft__hold_spec_t *out);
+/* The same text back ("step=8", "phase=encode,step=8"). */
+void ft__hold_format(const ft__hold_spec_t *h, char *out, size_t len);
+const char *ft__hold_point_name(uint32_t point);
+/* Trainer points are held by every local trainer, the others by one. */
+int ft__hold_is_trainer(uint32_t point);
+
+/* Write an arming into ctl and wake everyone.  Returns the generation. */
+uint32_t ft__hold_arm(ft__ctl_t *ctl, const ft__hold_spec_t *h);
+/* Withdraw or release: every held process goes on, no point holds again. */
+void ft__hold_release(ft__ctl_t *ctl);
+
+/*
+ * The gate, where a process decides once per snapshot whether it will hold
+ * in it: it publishes the step it is at (*gate, read by ft-hold to tell an
+ * arming that came too late), then reads the arming.  Returns the armed
+ * generation when this step is to be held at one of the points in `mask`
+ * (a bit per ft__hold_point_t), else 0: one load and a compare when
+ * nothing is armed.
+ */
+static inline uint32_t ft__hold_gate(ft__ctl_t *ctl, uint64_t *gate,
+                                     uint64_t step, uint32_t mask) {
+  __atomic_store_n(gate, step, __ATOMIC_SEQ_CST);
+  uint32_t gen = __atomic_load_n(&ctl->hold.armed, __ATOMIC_SEQ_CST);
+  if (__builtin_expect(gen == 0, 1))
+    return 0;
+  return ((mask >> ctl->hold.point) & 1) && step >= ctl->hold.step ? gen : 0;
+}
+
+/* At `point` with the generation the gate returned: when it is the armed
+ * point, sleep until released or withdrawn.  Returns 1 if it held. */
+int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step);
+
+/* Is a process of this node held right now?  (Waits that would time out on
+ * a held process extend their deadline instead.) */
+static inline int ft__hold_active(const ft__ctl_t *ctl) {
+  return __atomic_load_n(&ctl->hold.held, __ATOMIC_ACQUIRE) != 0;
+}
+
+#endif

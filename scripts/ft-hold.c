@@ -1,0 +1,270 @@
+/*
+ * ft-hold: arm, watch and release a hold point of the job running on this
+ * node (runtime/hold.h), through its control segment.  ft-chaos runs it on
+ * every host to deliver a fault at an exact point of the job: arm (or find
+ * armed by FT_HOLD), wait until held, strike, release.  No MPI; it never
+ * touches snapshot data.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+#include "runtime/config.h"
+#include "runtime/ctl.h"
+#include "runtime/hold.h"
+#include "snapshot/store.h"
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOJOB = 3, EXIT_NOTMET = 4 };
+
+typedef struct tool {
+  ft__ctl_t *ctl;
+  char dir[FT_PATH_MAX];
+  char host[FT_NAME_MAX];
+  double timeout_s;
+} tool_t;
+
+static void usage(FILE *f) {
+  fputs(
+      "usage: ft-hold [--job NAME] [--store DIR] [--vnode N] [--timeout SEC]\n"
+      "               arm WHEN | show | wait | release\n"
+      "Hold the job running on this node at a named point, so that a fault\n"
+      "lands exactly there (ft-chaos does this on every host).\n"
+      "  arm WHEN   arm a hold in the running job; WHEN is step=N (every\n"
+      "             trainer, once the snapshot of step >= N is committed) or\n"
+      "             phase=P[,step=N] (P: snapshot, crc, encode, commit).\n"
+      "             Refused (exit 4) when this node already passed step N.\n"
+      "  show       one line: the arming, how many processes are held\n"
+      "  wait       until every process that stops at the point is held here\n"
+      "  release    let the held processes go; the point holds no more\n"
+      "  --job NAME   job name (default: FT_JOB, else 'ftrt')\n"
+      "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt)\n"
+      "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
+      "  --timeout SEC  give up waiting (wait; default 120)\n"
+      "FT_HOLD=WHEN arms the same point from launch on (phase=restore: in\n"
+      "ft-restore).  Exit: 0 done, 1 error, 2 usage, 3 no running job on this\n"
+      "node, 4 too late or not held in time (nothing is left armed).\n",
+      f);
+}
+
+static int running(const ft__ctl_t *c) {
+  return c->smp_pid && (kill((pid_t)c->smp_pid, 0) == 0 || errno == EPERM) &&
+         ft__load32(&c->phase) != FT_PHASE_DONE &&
+         __atomic_load_n(&c->smp_status, __ATOMIC_ACQUIRE) == FT_OK;
+}
+
+static uint32_t expected(const ft__ctl_t *c) {
+  return ft__hold_is_trainer(c->hold.point) ? c->nlocal : 1;
+}
+
+/* The newest step any process of this node gated at. */
+static uint64_t gate_of(const ft__ctl_t *c) {
+  uint64_t g = __atomic_load_n(&c->smp_gate_step, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < c->nlocal && i < FT_MAX_LOCAL; i++) {
+    uint64_t s = __atomic_load_n(&c->rank[i].gate_step, __ATOMIC_SEQ_CST);
+    g = s > g ? s : g;
+  }
+  return g;
+}
+
+static void spec_of(const ft__ctl_t *c, char *out, size_t len) {
+  ft__hold_spec_t h = {.point = c->hold.point, .step = c->hold.step};
+  if (!ft__load32(&c->hold.armed))
+    snprintf(out, len, "none");
+  else
+    ft__hold_format(&h, out, len);
+}
+
+static int show(tool_t *t) {
+  const ft__ctl_t *c = t->ctl;
+  char spec[96];
+  spec_of(c, spec, sizeof(spec));
+  printf("ft-hold: %s: armed %s, held %u/%u at step %llu, passed %u, gate "
+         "step %llu, node %u of %u, job %s\n",
+         t->host, spec, ft__load32(&c->hold.held), expected(c),
+         (unsigned long long)c->hold.held_step, ft__load32(&c->hold.passed),
+         (unsigned long long)gate_of(c), c->node, c->nnodes,
+         running(c) ? "running" : "not running");
+  return EXIT_OK;
+}
+
+/* Armed after a process of this node already gated at or past the step:
+ * it may never stop there, so the arming is withdrawn. */
+static int too_late(tool_t *t, const ft__hold_spec_t *h) {
+  ft__ctl_t *c = t->ctl;
+  int trainer = ft__hold_is_trainer(h->point);
+  for (uint32_t i = 0; trainer && i < c->nlocal && i < FT_MAX_LOCAL; i++) {
+    uint64_t s = __atomic_load_n(&c->rank[i].gate_step, __ATOMIC_SEQ_CST);
+    if (s >= h->step) {
+      fprintf(stderr, "ft-hold: %s: too late: trainer rank %u already passed "
+                      "step %llu (>= %llu); nothing left armed\n",
+              t->host, c->rank[i].app_rank, (unsigned long long)s,
+              (unsigned long long)h->step);
+      return 1;
+    }
+  }
+  uint64_t s = __atomic_load_n(&c->smp_gate_step, __ATOMIC_SEQ_CST);
+  if (!trainer && s >= h->step) {
+    fprintf(stderr, "ft-hold: %s: too late: the SMP already protects step "
+                    "%llu (>= %llu); nothing left armed\n",
+            t->host, (unsigned long long)s, (unsigned long long)h->step);
+    return 1;
+  }
+  return 0;
+}
+
+static int arm(tool_t *t, const char *when) {
+  ft__hold_spec_t h;
+  if (ft__hold_parse(when, &h) != 0) {
+    fprintf(stderr, "ft-hold: arm %s: expected step=N or phase=P[,step=N] "
+                    "with P snapshot|crc|encode|commit\n", when);
+    return EXIT_USAGE;
+  }
+  if (h.point == FT_HOLD_RESTORE) {
+    fprintf(stderr, "ft-hold: phase=restore is armed with FT_HOLD=phase=restore "
+                    "in ft-restore's environment (ft-launch passes it on)\n");
+    return EXIT_USAGE;
+  }
+  ft__ctl_t *c = t->ctl;
+  if (!running(c)) {
+    fprintf(stderr, "ft-hold: %s: job not running (its SMP, pid %u, is gone "
+                    "or stopped)\n", t->host, c->smp_pid);
+    return EXIT_NOJOB;
+  }
+  if (ft__load32(&c->hold.armed)) {
+    char spec[96];
+    spec_of(c, spec, sizeof(spec));
+    if (c->hold.point == h.point && c->hold.step == h.step)
+      return printf("ft-hold: %s: %s already armed\n", t->host, spec), EXIT_OK;
+    fprintf(stderr, "ft-hold: %s: another hold is armed (%s); release it "
+                    "first\n", t->host, spec);
+    return EXIT_ERR;
+  }
+  ft__hold_arm(c, &h);
+  if (too_late(t, &h)) {
+    ft__hold_release(c);
+    return EXIT_NOTMET;
+  }
+  printf("ft-hold: %s: armed %s\n", t->host, when);
+  return EXIT_OK;
+}
+
+static int wait_held(tool_t *t) {
+  ft__ctl_t *c = t->ctl;
+  double deadline = ft__now() + t->timeout_s;
+  for (;;) {
+    uint32_t seq = ft__ctl_seq(c);
+    if (!ft__load32(&c->hold.armed)) {
+      fprintf(stderr, "ft-hold: %s: nothing armed (released or withdrawn)\n",
+              t->host);
+      return EXIT_NOTMET;
+    }
+    if (ft__load32(&c->hold.held) >= expected(c))
+      return show(t);
+    if (!running(c)) {
+      fprintf(stderr, "ft-hold: %s: the job ended before the point\n", t->host);
+      return EXIT_NOTMET;
+    }
+    double left = deadline - ft__now();
+    if (left <= 0) {
+      show(t);
+      fprintf(stderr, "ft-hold: %s: not held within %.0f s\n", t->host,
+              t->timeout_s);
+      return EXIT_NOTMET;
+    }
+    ft__ctl_wait(c, seq, left < 0.5 ? left : 0.5);
+  }
+}
+
+static int release(tool_t *t) {
+  uint32_t held = ft__load32(&t->ctl->hold.held);
+  ft__hold_release(t->ctl);
+  printf("ft-hold: %s: released (%u held)\n", t->host, held);
+  return EXIT_OK;
+}
+
+static int run(tool_t *t, int argc, char **argv) {
+  const char *cmd = argv[0];
+  if (strcmp(cmd, "arm") == 0 && argc == 2)
+    return arm(t, argv[1]);
+  if (argc != 1)
+    return usage(stderr), EXIT_USAGE;
+  if (strcmp(cmd, "show") == 0)
+    return show(t);
+  if (strcmp(cmd, "wait") == 0)
+    return wait_held(t);
+  if (strcmp(cmd, "release") == 0)
+    return release(t);
+  return usage(stderr), EXIT_USAGE;
+}
+
+static int parse(int argc, char **argv, ft__config_t *cfg, int *vnode,
+                 tool_t *t) {
+  static const struct option opts[] = {{"job", required_argument, 0, 'j'},
+                                       {"store", required_argument, 0, 's'},
+                                       {"vnode", required_argument, 0, 'v'},
+                                       {"timeout", required_argument, 0, 't'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int o;
+  char *end;
+  while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'j':
+      if (!ft__valid_job(optarg))
+        return fprintf(stderr, "ft-hold: bad job name '%s'\n", optarg), 2;
+      snprintf(cfg->job, sizeof(cfg->job), "%s", optarg);
+      break;
+    case 's':
+      snprintf(cfg->store_root, sizeof(cfg->store_root), "%s", optarg);
+      break;
+    case 'v':
+      *vnode = (int)strtol(optarg, &end, 10);
+      if (*end || *vnode < 0)
+        return fprintf(stderr, "ft-hold: --vnode %s: expected N >= 0\n", optarg), 2;
+      break;
+    case 't':
+      t->timeout_s = strtod(optarg, &end);
+      if (*end || !(t->timeout_s > 0))
+        return fprintf(stderr, "ft-hold: --timeout %s: expected seconds > 0\n",
+                       optarg), 2;
+      break;
+    case 'h':
+      usage(stdout);
+      return -1;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind >= argc)
+    return usage(stderr), 2;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  ft__config_t cfg;
+  char msg[512];
+  if (ft__config_load(&cfg, ft__config_env, NULL, msg, sizeof(msg)) != 0) {
+    fprintf(stderr, "ft-hold: %s\n", msg);
+    return EXIT_USAGE;
+  }
+  tool_t t = {.timeout_s = 120};
+  int vnode = -1, prc = parse(argc, argv, &cfg, &vnode, &t);
+  if (prc)
+    return prc < 0 ? EXIT_OK : prc;
+  gethostname(t.host, sizeof(t.host) - 1);
+  ft__store_dir(&cfg, vnode, t.dir, sizeof(t.dir));
+  if (ft__ctl_attach(t.dir, &t.ctl, msg, sizeof(msg)) != FT_OK) {
+    fprintf(stderr, "ft-hold: %s: no running job '%s' (%s)\n", t.host,
+            cfg.job, msg);
+    return EXIT_NOJOB;
+  }
+  int rc = run(&t, argc - optind, argv + optind);
+  ft__ctl_detach(t.ctl);
+  return rc;
+}
