@@ -4,6 +4,9 @@
 # and ends with the fault-free digest.
 #   1. kill a trainer (ft-chaos kill-rank) at step 8, ft-launch --restarts 1
 #   2. kill an SMP (ft-chaos kill-smp) at step 8, ft-launch --restarts 1
+#   3. kill an SMP when every SMP enters the encode of the snapshot of step
+#      8 (ft-chaos --when phase=encode,step=8): that snapshot never commits,
+#      the relaunch resumes from step 6
 #   8. a trainer dies in the middle of its 3rd snapshot copy (FT_FAULT=copy)
 #   9. an SMP dies in the middle of the 3rd encode (FT_FAULT=encode@HOST)
 # shellcheck source=tests/chaos/lib.sh
@@ -47,6 +50,18 @@ kill_and_resume ks kill-smp h2
 grep -q 'kill-smp h2: kill -9 pid' "$WORK/ks.chaos" ||
   { cat "$WORK/ks.chaos"; fail "ft-chaos did not kill h2's SMP"; }
 ok "SMP killed: relaunched on the same hosts, resumed from step $RESUMED, digest matches"
+
+begin "3. kill the SMP of h2 as the SMPs enter the encode of the snapshot of step 8"
+export FT_JOB=killheldencode
+launch_held khe "$STEPS" phase=encode,step=8 --job "$FT_JOB" --restarts 1
+chaos khe kill-smp h2
+finish
+expect_rc khe 0 "kill-smp at phase=encode,step=8"
+expect_line khe.chaos '^ft-chaos: .* job killheldencode held at phase=encode,step=8 on h1 h2 h3 h4$' "kill-smp at phase=encode,step=8"
+expect_line khe '^ft-launch: no host was lost \(a process failed\): relaunching on the same hosts$' "kill-smp at phase=encode,step=8"
+expect_resumed khe 6 6 "kill-smp at phase=encode,step=8: the snapshot of step 8 never committed"
+expect_digest khe "kill-smp at phase=encode,step=8"
+ok "SMP killed in the encode of step 8: resumed from step 6, digest matches"
 
 # The fault point stays armed in the environment of a relaunch, so the
 # faulty attempt runs without --restarts and the recovery is a second

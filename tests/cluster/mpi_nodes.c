@@ -3,10 +3,12 @@
  * the way ftrt does (MPI_Comm_split_type SHARED), checks that each node holds
  * consecutive ranks, reports which host holds which ranks, and moves data
  * between nodes with an allreduce whose result it checks.  With --seconds it
- * keeps doing allreduces for that long, so that a test can kill or partition a
- * host under a running job.
+ * keeps doing allreduces for that long; with --forever until it is killed, so
+ * that a test can kill or partition a host under a running job: once it has
+ * printed "running" it stays there, however slow the machine.
  *
- * usage: mpi_nodes [--mb M] [--seconds S] [--expect-nodes N] [--expect-ppn K]
+ * usage: mpi_nodes [--mb M] [--seconds S | --forever] [--expect-nodes N]
+ *                  [--expect-ppn K]
  * Exit 0 when every check passed, 1 otherwise.  Rank 0 prints lines starting
  * with "mpi_nodes:".
  */
@@ -28,6 +30,10 @@ typedef struct opts {
 static int parse(int argc, char **argv, opts_t *o) {
   *o = (opts_t){.mb = 4, .seconds = 0, .expect_nodes = 0, .expect_ppn = 0};
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--forever")) { /* the one flag without a value */
+      o->seconds = 1e300;
+      continue;
+    }
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v)
       return -1;
@@ -135,7 +141,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (parse(argc, argv, &o)) {
     if (rank == 0)
-      fprintf(stderr, "usage: mpi_nodes [--mb M] [--seconds S] "
+      fprintf(stderr, "usage: mpi_nodes [--mb M] [--seconds S | --forever] "
                       "[--expect-nodes N] [--expect-ppn K]\n");
     MPI_Finalize();
     return 2;

@@ -20,7 +20,7 @@ no_root_links() {  # no link of the cluster in the machine's namespace
 # 1. Kill -9 the shell that brought the cluster up and runs a job on it.
 CL=crasha$$
 bash -c '"$1" up 3 --name "$2" >/dev/null || exit 1
-         "$3" --cluster="$2" --ppn 1 --timeout 60 -- "$4" --mb 1 --seconds 300 >"$5" 2>&1 &
+         "$3" --cluster="$2" --ppn 1 --timeout 60 -- "$4" --mb 1 --forever >"$5" 2>&1 &
          wait' driver "$X" "$CL" "$FT_LAUNCH" "$MPI_NODES" "$WORK/a.out" &
 DRIVER=$!
 BG_PIDS+=("$DRIVER")
@@ -30,7 +30,6 @@ LAUNCH=$(ps -o pid= --ppid "$DRIVER" | tr -d ' ')
 INODES=
 for h in head h1 h2 h3; do INODES+=" $(ns_inodes "$(keeper_of $h)" | tr '\n' ' ')"; done
 { kill -KILL "$DRIVER"; wait "$DRIVER"; } 2>/dev/null
-sleep 0.5
 n=$(pids_in $INODES | wc -l)
 [ "$n" -ge 10 ] || fail "after the crash only $n processes run in the cluster, expected keepers, mpirun, orteds and ranks"
 "$X" down --name "$CL" >/dev/null || fail "down after a crashed driver"
@@ -39,7 +38,7 @@ left=$(pids_in $INODES)
 assert_gone "$CL"
 no_root_links
 if [ -n "$LAUNCH" ]; then  # an orphan now: it ends once its mpirun is gone
-  for i in $(seq 200); do dead "$LAUNCH" && break; sleep 0.1; done
+  for i in $(seq 1200); do dead "$LAUNCH" && break; sleep 0.1; done  # bounds a hang
   dead "$LAUNCH" || fail "ft-launch (pid $LAUNCH) still runs after its cluster went down"
 fi
 CL=
@@ -50,7 +49,7 @@ CL=crashb$$
 "$X" up 6 --name "$CL" >/dev/null 2>&1 &
 UP=$!
 BG_PIDS+=("$UP")
-for i in $(seq 500); do
+for i in $(seq 6000); do  # until 3 namespaces exist (bounds a hang)
   [ "$(ip netns list 2>/dev/null | grep -c "^ftc-$CL-")" -ge 3 ] && break
   sleep 0.01
 done

@@ -16,12 +16,12 @@ ID=$(cat "$RUNDIR/$CL/id")
 run_bg plain "$X" exec head mpirun --oversubscribe --hostfile "$WORK/hostfile" \
   --map-by ppr:1:node --mca plm_rsh_agent "$FT_RSH" --mca plm_rsh_no_tree_spawn 1 \
   --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 \
-  --mca oob_tcp_if_include eth0 "$MPI_NODES" --mb 1 --seconds 120
+  --mca oob_tcp_if_include eth0 "$MPI_NODES" --mb 1 --forever
 MPIRUN=$BG
 wait_for "$WORK/plain.out" '^mpi_nodes: running' 60 "$BG"
 t0=$(date +%s.%N)
 "$X" kill h4 >/dev/null || fail "ft-cluster kill h4"
-wait_pid "$MPIRUN" 30 || { cat "$WORK/plain.out"; fail "mpirun still runs 30 s after h4 was killed"; }
+wait_pid "$MPIRUN" 180 || { cat "$WORK/plain.out"; fail "mpirun still runs 180 s after h4 was killed"; }
 [ "$RC" -ne 0 ] || fail "mpirun exited 0 after losing h4"
 grep -q 'h4' "$WORK/plain.out" || { cat "$WORK/plain.out"; fail "mpirun's report does not name h4"; }
 ok "plain mpirun ended (exit $RC) $(elapsed "$t0") s after kill h4, naming h4"
@@ -33,7 +33,7 @@ SHMDEV=$("$X" exec h3 awk '$5 == "/dev/shm" { d = $3 } END { print d }' /proc/se
 [[ $SHMDEV =~ ^[0-9]+:[0-9]+$ ]] || fail "no tmpfs on h3's /dev/shm: '$SHMDEV'"
 K3=$(keeper_of h3)
 INODES=$(ns_inodes "$K3")
-run_bg launch "$FT_LAUNCH" --cluster --ppn 1 --timeout 60 -- "$MPI_NODES" --mb 1 --seconds 120
+run_bg launch "$FT_LAUNCH" --cluster --ppn 1 --timeout 60 -- "$MPI_NODES" --mb 1 --forever
 LAUNCH=$BG
 wait_for "$WORK/launch.out" '^mpi_nodes: running' 60 "$BG"
 grep -qx 'ft-launch: 3 nodes x (1 trainer + 1 SMP) = 6 ranks, job ftrt' "$WORK/launch.out" ||
@@ -55,7 +55,7 @@ ip netns list | grep -q "^ftc-$CL-$ID-h3\b" && fail "h3's namespace is still the
 ip -n "ftc-$CL-$ID-net" link show h3 >/dev/null 2>&1 && fail "h3's link is still on the bridge"
 ok "h3's /dev/shm tmpfs, namespace and link are gone"
 
-wait_pid "$LAUNCH" 30 || { cat "$WORK/launch.out"; fail "ft-launch still runs 30 s after h3 was killed"; }
+wait_pid "$LAUNCH" 180 || { cat "$WORK/launch.out"; fail "ft-launch still runs 180 s after h3 was killed"; }
 [ "$RC" -eq 125 ] || { cat "$WORK/launch.out"; fail "ft-launch exit $RC, expected 125 (host lost)"; }
 grep -q '^ft-launch: job failed; host(s) of the job unreachable (killed or partitioned): h3$' \
   "$WORK/launch.out" || { cat "$WORK/launch.out"; fail "ft-launch does not name h3"; }
