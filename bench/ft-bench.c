@@ -43,6 +43,7 @@
 #include "ftrt.h"
 #include "runtime/config.h"
 #include "runtime/ctl.h"
+#include "runtime/hold.h"
 #include "snapshot/store.h"
 
 #define MAX_REPS 1000
@@ -675,6 +676,23 @@ static void report_config(const bench_t *b) {
   result("node_data_bytes", (double)b->chunk * b->k);
 }
 
+/* What a hold point costs a snapshot when nothing is armed (runtime/hold.h):
+ * the trainer's gate, timed over many calls on a control segment. */
+static double hold_gate_s(void) {
+  ft__ctl_t *ctl = calloc(1, sizeof(*ctl));
+  if (!ctl)
+    return 0.0 / 0.0;
+  enum { N = 20000000 };
+  uint32_t held = 0;
+  double t = MPI_Wtime();
+  for (uint64_t i = 1; i <= N; i++)
+    held |= ft__hold_gate(ctl, &ctl->rank[0].gate_step, i,
+                          1u << FT_HOLD_STEP);
+  t = MPI_Wtime() - t;
+  free(ctl);
+  return held ? 0.0 / 0.0 : t / N;
+}
+
 static void report_times(const bench_t *b) {
   result("memcpy_s", med(b, r_memcpy));
   result("memcpy_cold_s", b->memcpy_cold_s);
@@ -691,6 +709,9 @@ static void report_times(const bench_t *b) {
   result("protect_gbs", med(b, r_protect_gbs));
   result("fsync_s", med(b, r_fsync));
   result("fsync_vs_stall", med(b, r_fsync) / med(b, r_stall));
+  double gate = hold_gate_s();
+  result("hold_gate_s", gate);
+  result("hold_gate_vs_stall", gate / med(b, r_stall));
 }
 
 static void report_smp(const bench_t *b) {

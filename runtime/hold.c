@@ -74,6 +74,28 @@ uint32_t ft__hold_arm(ft__ctl_t *ctl, const ft__hold_spec_t *h) {
   return gen;
 }
 
+int ft__hold_too_late(const ft__ctl_t *ctl, const ft__hold_spec_t *h,
+                      char *msg, size_t msglen) {
+  if (!ft__hold_is_trainer(h->point)) {
+    uint64_t s = __atomic_load_n(&ctl->smp_gate_step, __ATOMIC_SEQ_CST);
+    if (s < h->step)
+      return 0;
+    snprintf(msg, msglen, "the SMP already protects step %llu (>= %llu)",
+             (unsigned long long)s, (unsigned long long)h->step);
+    return 1;
+  }
+  for (uint32_t i = 0; i < ctl->nlocal && i < FT_MAX_LOCAL; i++) {
+    uint64_t s = __atomic_load_n(&ctl->rank[i].gate_step, __ATOMIC_SEQ_CST);
+    if (s >= h->step) {
+      snprintf(msg, msglen, "trainer rank %u already passed step %llu (>= %llu)",
+               ctl->rank[i].app_rank, (unsigned long long)s,
+               (unsigned long long)h->step);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 void ft__hold_release(ft__ctl_t *ctl) {
   __atomic_store_n(&ctl->hold.armed, 0, __ATOMIC_SEQ_CST);
   ft__ctl_notify(ctl);

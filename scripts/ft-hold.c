@@ -92,31 +92,6 @@ static int show(tool_t *t) {
   return EXIT_OK;
 }
 
-/* Armed after a process of this node already gated at or past the step:
- * it may never stop there, so the arming is withdrawn. */
-static int too_late(tool_t *t, const ft__hold_spec_t *h) {
-  ft__ctl_t *c = t->ctl;
-  int trainer = ft__hold_is_trainer(h->point);
-  for (uint32_t i = 0; trainer && i < c->nlocal && i < FT_MAX_LOCAL; i++) {
-    uint64_t s = __atomic_load_n(&c->rank[i].gate_step, __ATOMIC_SEQ_CST);
-    if (s >= h->step) {
-      fprintf(stderr, "ft-hold: %s: too late: trainer rank %u already passed "
-                      "step %llu (>= %llu); nothing left armed\n",
-              t->host, c->rank[i].app_rank, (unsigned long long)s,
-              (unsigned long long)h->step);
-      return 1;
-    }
-  }
-  uint64_t s = __atomic_load_n(&c->smp_gate_step, __ATOMIC_SEQ_CST);
-  if (!trainer && s >= h->step) {
-    fprintf(stderr, "ft-hold: %s: too late: the SMP already protects step "
-                    "%llu (>= %llu); nothing left armed\n",
-            t->host, (unsigned long long)s, (unsigned long long)h->step);
-    return 1;
-  }
-  return 0;
-}
-
 static int arm(tool_t *t, const char *when) {
   ft__hold_spec_t h;
   if (ft__hold_parse(when, &h) != 0) {
@@ -144,12 +119,19 @@ static int arm(tool_t *t, const char *when) {
                     "first\n", t->host, spec);
     return EXIT_ERR;
   }
+  if (h.point != FT_HOLD_STEP && h.step == 0)
+    h.step = gate_of(c) + 1; /* "the next snapshot" on this node */
   ft__hold_arm(c, &h);
-  if (too_late(t, &h)) {
+  char why[256];
+  if (ft__hold_too_late(c, &h, why, sizeof(why))) {
     ft__hold_release(c);
+    fprintf(stderr, "ft-hold: %s: too late: %s; nothing left armed\n", t->host,
+            why);
     return EXIT_NOTMET;
   }
-  printf("ft-hold: %s: armed %s\n", t->host, when);
+  char spec[96];
+  ft__hold_format(&h, spec, sizeof(spec));
+  printf("ft-hold: %s: armed %s\n", t->host, spec);
   return EXIT_OK;
 }
 
