@@ -84,7 +84,10 @@ int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step);
 /* Is a process of this node held right now?  (Waits that would time out on
  * a held process extend their deadline instead.) */
 static inline int ft__hold_active(const ft__ctl_t *ctl) {
-  return __atomic_load_n(&ctl->hold.held, __ATOMIC_ACQUIRE) != 0;
+  /* Armed too: a held process killed there leaves `held` counted, and must
+   * not keep its node's waits from timing out once the hold is released. */
+  return __atomic_load_n(&ctl->hold.armed, __ATOMIC_ACQUIRE) != 0 &&
+         __atomic_load_n(&ctl->hold.held, __ATOMIC_ACQUIRE) != 0;
 }
 
 #endif

@@ -314,7 +314,8 @@ static void publish_node(smp_t *s) {
 /* FT_HOLD arms a hold before any trainer attaches: none can pass it. */
 static void arm_hold(smp_t *s) {
   ft__hold_spec_t h;
-  if (s->c->cfg.hold[0] && ft__hold_parse(s->c->cfg.hold, &h) == 0)
+  if (s->c->cfg.hold[0] && ft__hold_parse(s->c->cfg.hold, &h) == 0 &&
+      h.point != FT_HOLD_RESTORE) /* that one is ft-restore's */
     ft__hold_arm(s->ctl, &h);
 }
 

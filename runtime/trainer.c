@@ -299,8 +299,8 @@ static int run_copy(ft_ctx_t *c) {
   return FT_OK;
 }
 
-static int snapshot(ft_ctx_t *c, uint64_t step) {
-  int rc = ft_fence(c);
+/* rc: how the previous lazy copy ended (ft_fence); every rank agrees. */
+static int snapshot(ft_ctx_t *c, uint64_t step, int rc) {
   if (rc == FT_OK)
     rc = ensure_layout(c);
   if (rc == FT_OK)
@@ -334,10 +334,14 @@ static int hold_after_commit(ft_ctx_t *c, uint64_t step) {
 int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   if (!c)
     return FT_EINVAL;
-  c->hold_gen = c->ctl ? ft__hold_gate(c->ctl, &me(c)->gate_step, step,
-                                       TRAINER_HOLDS)
-                       : 0;
-  int rc = snapshot(c, step);
+  /* The previous lazy copy reads hold_gen: it must be over before the gate
+   * decides for this snapshot. */
+  int rc = ft_fence(c);
+  c->hold_gen = c->ctl && rc == FT_OK
+                    ? ft__hold_gate(c->ctl, &me(c)->gate_step, step,
+                                    TRAINER_HOLDS)
+                    : 0;
+  rc = snapshot(c, step, rc);
   if (rc == FT_OK)
     rc = hold_after_commit(c, step);
   return rc;
