@@ -87,8 +87,7 @@ static int parse(int argc, char **argv, ft__restore_t *r) {
 static void arm_hold(ft__restore_t *r) {
   ft__hold_spec_t h;
   char msg[512];
-  if (!r->cfg.hold[0] || ft__hold_parse(r->cfg.hold, &h) != 0 ||
-      h.point != FT_HOLD_RESTORE)
+  if (!ft__hold_spec_for(r->cfg.hold, 1u << FT_HOLD_RESTORE, &h))
     return;
   if (ft__store_mkdir(r->dir, msg, sizeof(msg)) != FT_OK ||
       ft__ctl_create(r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {

@@ -53,6 +53,11 @@ int ft__hold_parse(const char *s, ft__hold_spec_t *out) {
   return parse_step(comma + 6, &out->step);
 }
 
+int ft__hold_spec_for(const char *spec, uint32_t mask, ft__hold_spec_t *out) {
+  return spec && *spec && ft__hold_parse(spec, out) == 0 &&
+         ((mask >> out->point) & 1);
+}
+
 void ft__hold_format(const ft__hold_spec_t *h, char *out, size_t len) {
   if (h->point == FT_HOLD_STEP)
     snprintf(out, len, "step=%llu", (unsigned long long)h->step);

@@ -44,6 +44,9 @@ typedef struct ft__hold_spec {
 
 /* Parse "step=N" or "phase=P[,step=N]".  0, or -1 when malformed. */
 int ft__hold_parse(const char *s, ft__hold_spec_t *out);
+/* FT_HOLD as given to one kind of process: 1 and *out when spec names one
+ * of the points in mask (a bit per ft__hold_point_t), else 0. */
+int ft__hold_spec_for(const char *spec, uint32_t mask, ft__hold_spec_t *out);
 /* The same text back ("step=8", "phase=encode,step=8"). */
 void ft__hold_format(const ft__hold_spec_t *h, char *out, size_t len);
 const char *ft__hold_point_name(uint32_t point);

@@ -311,11 +311,11 @@ static void publish_node(smp_t *s) {
   ctl->started_ns = (uint64_t)time(NULL) * 1000000000ull;
 }
 
-/* FT_HOLD arms a hold before any trainer attaches: none can pass it. */
+/* FT_HOLD arms a hold before any trainer attaches: none can pass it.
+ * phase=restore is ft-restore's. */
 static void arm_hold(smp_t *s) {
   ft__hold_spec_t h;
-  if (s->c->cfg.hold[0] && ft__hold_parse(s->c->cfg.hold, &h) == 0 &&
-      h.point != FT_HOLD_RESTORE) /* that one is ft-restore's */
+  if (ft__hold_spec_for(s->c->cfg.hold, ~(1u << FT_HOLD_RESTORE), &h))
     ft__hold_arm(s->ctl, &h);
 }
 
