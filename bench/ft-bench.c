@@ -42,8 +42,8 @@
 #include "bench/baseline.h"
 #include "ftrt.h"
 #include "runtime/config.h"
-#include "runtime/ctl.h"
-#include "runtime/hold.h"
+#include "snapshot/ctl.h"
+#include "snapshot/hold.h"
 #include "snapshot/store.h"
 
 #define MAX_REPS 1000
@@ -286,7 +286,7 @@ static int attach_ctl(bench_t *b) {
   int rc = ft__config_load(&cfg, ft__config_env, NULL, msg, sizeof(msg));
   int vnode = cfg.vnode_ranks > 0 ? b->world_rank / cfg.vnode_ranks : -1;
   if (rc == FT_OK)
-    rc = ft__store_dir(&cfg, vnode, dir, sizeof(dir));
+    rc = ft__store_dir(cfg.store_root, cfg.job, vnode, dir, sizeof(dir));
   if (rc == FT_OK)
     rc = ft__ctl_attach(dir, &b->ctl, msg, sizeof(msg));
   if (rc != FT_OK) {
@@ -676,7 +676,7 @@ static void report_config(const bench_t *b) {
   result("node_data_bytes", (double)b->chunk * b->k);
 }
 
-/* What a hold point costs a snapshot when nothing is armed (runtime/hold.h):
+/* What a hold point costs a snapshot when nothing is armed (snapshot/hold.h):
  * the trainer's gate, timed over many calls on a control segment. */
 static double hold_gate_s(void) {
   ft__ctl_t *ctl = calloc(1, sizeof(*ctl));

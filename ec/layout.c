@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "ftrt.h"
-#include "runtime/error.h"
 
 #define MAX_GROUP 255 /* the codec's k + m limit */
 

@@ -14,11 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "recovery/rebuild.h"
-#include "recovery/survey.h"
-#include "recovery/verify.h"
-#include "runtime/error.h"
-#include "runtime/hold.h"
+#include "base/error.h"
+#include "recovery/engine.h"
+#include "runtime/config.h"
+#include "snapshot/hold.h"
 
 static void usage(FILE *f) {
   fputs(
@@ -44,7 +43,8 @@ static void usage(FILE *f) {
       f);
 }
 
-static int parse(int argc, char **argv, ft__restore_t *r) {
+static int parse(int argc, char **argv, ft__config_t *cfg,
+                 ft__restore_t *r) {
   static const struct option opts[] = {
       {"job", required_argument, 0, 'j'},   {"mode", required_argument, 0, 'm'},
       {"dry-run", no_argument, 0, 'n'},     {"json", no_argument, 0, 'J'},
@@ -57,7 +57,7 @@ static int parse(int argc, char **argv, ft__restore_t *r) {
     case 'j':
       if (!ft__valid_job(optarg))
         return fprintf(stderr, "ft-restore: bad job name '%s'\n", optarg), 2;
-      snprintf(r->cfg.job, sizeof(r->cfg.job), "%s", optarg);
+      snprintf(cfg->job, sizeof(cfg->job), "%s", optarg);
       break;
     case 'm':
       if (strcmp(optarg, "replace") && strcmp(optarg, "shrink"))
@@ -84,14 +84,14 @@ static int parse(int argc, char **argv, ft__restore_t *r) {
 /* FT_HOLD=phase=restore: a control segment in the store through which
  * ft-hold sees this process held and lets it go (hold.h).  Made only then,
  * so that an unarmed ft-restore writes nothing where it rebuilds nothing. */
-static void arm_hold(ft__restore_t *r) {
+static void arm_hold(ft__restore_t *r, const char *spec) {
   ft__hold_spec_t h;
   char msg[512];
-  if (!ft__hold_spec_for(r->cfg.hold, 1u << FT_HOLD_RESTORE, &h))
+  if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
     return;
   if (ft__store_mkdir(r->dir, msg, sizeof(msg)) != FT_OK ||
       ft__ctl_create(r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
-    fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", r->cfg.hold, msg);
+    fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", spec, msg);
     r->ctl = NULL;
     return;
   }
@@ -110,21 +110,26 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(r.comm, &r.rank);
   MPI_Comm_size(r.comm, &r.size);
   char msg[512];
-  if (ft__config_load(&r.cfg, ft__config_env, NULL, msg, sizeof(msg))) {
+  ft__config_t cfg;
+  if (ft__config_load(&cfg, ft__config_env, NULL, msg, sizeof(msg))) {
     if (r.rank == 0)
       fprintf(stderr, "ft-restore: %s\n", msg);
     MPI_Finalize();
     return 2;
   }
-  int prc = parse(argc, argv, &r);
+  int prc = parse(argc, argv, &cfg, &r);
   if (prc) {
     MPI_Finalize();
     return prc < 0 ? 0 : prc;
   }
   gethostname(r.host, sizeof(r.host) - 1);
-  ft__fault_parse(&r.fault, r.cfg.fault);
-  ft__store_dir(&r.cfg, r.cfg.vnode_ranks ? r.rank : -1, r.dir, sizeof(r.dir));
-  arm_hold(&r);
+  memcpy(r.job, cfg.job, sizeof(r.job));
+  memcpy(r.store_root, cfg.store_root, sizeof(r.store_root));
+  r.piece_bytes = cfg.piece_bytes;
+  ft__fault_parse(&r.fault, cfg.fault);
+  ft__store_dir(cfg.store_root, cfg.job, cfg.vnode_ranks ? r.rank : -1, r.dir,
+                sizeof(r.dir));
+  arm_hold(&r, cfg.hold);
   int rc = ft__restore_run(&r);
   ft__restore_report(&r, rc);
   if (r.ctl) {

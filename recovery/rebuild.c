@@ -15,12 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "ec/codec.h"
-#include "recovery/survey.h"
-#include "runtime/ctl.h"
-#include "runtime/error.h"
-#include "runtime/groupmeta.h"
-#include "runtime/hold.h"
+#include "recovery/rebuild.h"
+#include "recovery/restore.h"
+#include "snapshot/ctl.h"
+#include "snapshot/groupmeta.h"
+#include "snapshot/hold.h"
 
 /* ---- plan ---- */
 
@@ -171,7 +172,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */
   if (rc == FT_OK)
-    rc = ft__slot_create(sl, dir, idx, r->cfg.job, &geom, msg, sizeof(msg));
+    rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
   if (rc == FT_OK) {
     ft__slot_begin(sl, r->version, r->step, r->epoch + 1);
     if (!shrinking(r))
@@ -211,7 +212,7 @@ static void sources(const ft__restore_t *r, task_t *t) {
 static int send_chunk(ft__restore_t *r, const task_t *t, int i) {
   const ft__slot_t *sl = &r->slot[r->my_slot];
   const uint8_t *src = ft__slot_chunk(sl, (uint32_t)t->src_role[i]);
-  size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
+  size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
   size_t np = (chunk + piece - 1) / piece;
   MPI_Request *req = malloc((np + 1) * sizeof(*req));
   if (!req)
@@ -232,7 +233,7 @@ static int send_chunk(ft__restore_t *r, const task_t *t, int i) {
 static void point(const ft__restore_t *r, const task_t *t, uint8_t *bufs,
                   int set, uint8_t *dst, size_t off, uint8_t **chunks) {
   int n = r->gsize[t->g];
-  size_t piece = r->cfg.piece_bytes;
+  size_t piece = r->piece_bytes;
   for (int role = 0; role < n; role++)
     chunks[role] = bufs + ((size_t)set * (size_t)n + (size_t)role) * piece;
   chunks[t->role] = dst + off;
@@ -269,7 +270,7 @@ static void midway(ft__restore_t *r) {
 static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
                         uint8_t *bufs) {
   int n = r->gsize[t->g], k = ft__group_k(r, t->g);
-  size_t chunk = r->chunk_of_group[t->g], piece = r->cfg.piece_bytes;
+  size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
   uint8_t *dst = ft__slot_chunk(target(r, t->node), (uint32_t)t->role);
   int erased[FT_MAX_CHUNKS], ne = 0, is_src[FT_MAX_CHUNKS] = {0};
   for (int i = 0; i < k; i++)
@@ -345,7 +346,7 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of) {
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)
     widest = r->gsize[g] > widest ? r->gsize[g] : widest;
-  uint8_t *bufs = malloc((size_t)(2 * widest) * r->cfg.piece_bytes);
+  uint8_t *bufs = malloc((size_t)(2 * widest) * r->piece_bytes);
   if (!bufs)
     return FT_ENOMEM;
   int rc = FT_OK, done = 0, total = count_tasks(r);
@@ -496,7 +497,7 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
     return;
   printf("ft-restore: job %s, %d nodes, m=%d, layout epoch %llu, version %llu "
          "(step %llu)\n",
-         r->cfg.job, r->nnodes, r->m, (unsigned long long)r->epoch,
+         r->job, r->nnodes, r->m, (unsigned long long)r->epoch,
          (unsigned long long)r->version, (unsigned long long)r->step);
   for (int node = 0; node < r->nnodes; node++)
     if (r->rank_of_node[node] < 0)

@@ -1,73 +1,37 @@
 /*
- * ft-restore's driver: survey, then verify or rebuild, and the summary.
+ * What every step of ft-restore shares: messages and agreement over the
+ * restore's communicator, and where a stripe's chunks live in the agreed
+ * layout.  The survey fills ft__restore_t; rebuild and verify read it.
  */
 #include "recovery/restore.h"
 
+#include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
-#include "recovery/rebuild.h"
-#include "recovery/survey.h"
-#include "recovery/verify.h"
+#include "base/agree.h"
 
-
-int ft__restore_run(ft__restore_t *r) {
-  int rc = ft__ragree(r, ft__survey(r));
-  if (rc)
-    return rc;
-  if (r->opts.verify)
-    return ft__ragree(r, ft__verify(r));
-  return ft__rebuild(r);
+int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+  va_end(ap);
+  return rc;
 }
 
-static void report_json(const ft__restore_t *r, int status) {
-  printf("{\"status\":\"%s\",\"code\":\"%s\",\"job\":\"%s\",\"version\":%llu,"
-         "\"step\":%llu,\"lost\":[",
-         status == FT_OK ? (r->nlost || r->ncorrupt ? "restored" : "nothing")
-                         : "failed",
-         ft_err_name(status), r->cfg.job, (unsigned long long)r->version,
-         (unsigned long long)r->step);
-  int first = 1;
-  for (int node = 0; r->rank_of_node && node < r->nnodes; node++)
-    if (r->rank_of_node[node] < 0) {
-      printf("%s\"%s\"", first ? "" : ",", r->hosts[node]);
-      first = 0;
-    }
-  printf("],\"corrupt_chunks\":%d,\"bytes_rebuilt\":%llu,\"seconds\":%.6f,"
-         "\"gbps\":%.3f,\"dry_run\":%s,\"message\":\"",
-         r->ncorrupt, (unsigned long long)r->bytes_rebuilt, r->seconds,
-         r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
-         r->opts.dry_run ? "true" : "false");
-  for (const char *p = r->msg; *p; p++)
-    printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-  printf("\"}\n");
+int ft__ragree(ft__restore_t *r, int rc) {
+  return ft__agree_msg(r->comm, rc, r->msg, sizeof(r->msg));
 }
 
-void ft__restore_report(const ft__restore_t *r, int status) {
-  if (r->rank != 0)
-    return;
-  if (r->opts.json) {
-    report_json(r, status);
-  } else if (status != FT_OK) {
-    fprintf(stderr, "ft-restore: %s (%s)\n", r->msg[0] ? r->msg : "failed",
-            ft_err_name(status));
-  } else if (r->opts.verify) {
-    printf("ft-restore: %s\n", r->msg);
-  } else if (r->opts.dry_run) {
-    printf("ft-restore: dry run, nothing changed\n");
-  } else if (!r->nlost && !r->ncorrupt) {
-    printf("ft-restore: every node holds version %llu (step %llu) whole: "
-           "nothing to do\n",
-           (unsigned long long)r->version, (unsigned long long)r->step);
-  } else {
-    printf("ft-restore: restored version %llu (step %llu): %d lost node(s), "
-           "%d corrupt chunk(s), %.1f MiB rebuilt in %.3f s (%.2f GB/s), "
-           "layout epoch %llu\n",
-           (unsigned long long)r->version, (unsigned long long)r->step,
-           r->nlost, r->ncorrupt, (double)r->bytes_rebuilt / 1048576.0,
-           r->seconds,
-           r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
-           (unsigned long long)r->epoch + 1);
-  }
-  fflush(stdout);
+int ft__group_k(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
+
+int ft__node_at(const ft__restore_t *r, int g, int s, int role) {
+  int n = r->gsize[g], k = ft__group_k(r, g);
+  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
+                     : ft__layout_parity_pos(n, r->m, s, role - k);
+  return r->members[g][pos];
+}
+
+int ft__chunk_bad(const ft__restore_t *r, int node, int role) {
+  int rank = r->rank_of_node[node];
+  return rank < 0 || r->bad[(size_t)rank * FT_MAX_CHUNKS + (size_t)role];
 }

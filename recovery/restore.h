@@ -19,10 +19,9 @@
 #include "ftrt.h"
 #include <stdint.h>
 
+#include "base/fault.h"
 #include "ec/layout.h"
-#include "runtime/config.h"
-#include "runtime/ctl.h"
-#include "runtime/fault.h"
+#include "snapshot/ctl.h"
 #include "snapshot/store.h"
 
 #define FT_RESTORE_MAX_GROUP 256
@@ -54,7 +53,9 @@ typedef struct ft__restore_opts {
 typedef struct ft__restore {
   MPI_Comm comm;
   int rank, size;
-  ft__config_t cfg;
+  char job[FT_JOB_MAX];
+  char store_root[FT_PATH_MAX]; /* for messages: dir is derived from it */
+  size_t piece_bytes;           /* unit of the rebuild's transfers */
   ft__restore_opts_t opts;
   ft__fault_t fault;
   ft__ctl_t *ctl; /* only while FT_HOLD names phase=restore (hold.h) */
@@ -82,12 +83,22 @@ typedef struct ft__restore {
   char msg[1024];
 } ft__restore_t;
 
-/* Survey, agree, plan, then restore or verify.  Collective over comm.
- * Returns FT_OK, FT_ETOOMANY (exit 3) or another error, the same on every
- * rank; r->msg holds the reason on rank 0. */
-int ft__restore_run(ft__restore_t *r);
+/* Is the chunk with this role (0..k-1 data, k.. parity) of node unusable:
+ * the node is lost or the chunk failed its CRC? */
+int ft__chunk_bad(const ft__restore_t *r, int node, int role);
 
-/* Print the summary (rank 0). */
-void ft__restore_report(const ft__restore_t *r, int status);
+/* Write r->msg; returns rc. */
+int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Agreement over r->comm: the most negative status; everyone gets r->msg
+ * from the lowest rank that failed with a message. */
+int ft__ragree(ft__restore_t *r, int rc);
+
+/* k of group g. */
+int ft__group_k(const ft__restore_t *r, int g);
+
+/* Node holding role `role` (0..k-1 data, k.. parity) of stripe s of g. */
+int ft__node_at(const ft__restore_t *r, int g, int s, int role);
 
 #endif

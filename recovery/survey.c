@@ -12,36 +12,8 @@
 #include <unistd.h>
 
 #include "recovery/survey.h"
-#include "runtime/error.h"
 
-int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-int ft__ragree(ft__restore_t *r, int rc) {
-  int out = rc;
-  MPI_Allreduce(&rc, &out, 1, MPI_INT, MPI_MIN, r->comm);
-  if (out == FT_OK)
-    return FT_OK;
-  int who = rc != FT_OK && r->msg[0] ? r->rank : r->size, first;
-  MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, r->comm);
-  if (first < r->size)
-    MPI_Bcast(r->msg, sizeof(r->msg), MPI_CHAR, first, r->comm);
-  return out;
-}
-
-int ft__group_k(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }
-
-int ft__node_at(const ft__restore_t *r, int g, int s, int role) {
-  int n = r->gsize[g], k = ft__group_k(r, g);
-  int pos = role < k ? ft__layout_data_pos(n, r->m, s, role)
-                     : ft__layout_parity_pos(n, r->m, s, role - k);
-  return r->members[g][pos];
-}
+#include "base/error.h"
 
 static void read_members(ft__restore_t *r, ft__rnode_t *me) {
   ft__meta_t *tmp = malloc(sizeof(*tmp));
@@ -79,7 +51,7 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
   for (int i = 0; i < FT_NSLOTS; i++) {
     char msg[256];
     r->slot[i].fd = -1;
-    if (ft__slot_open(&r->slot[i], r->dir, i, r->cfg.job, msg, sizeof(msg)))
+    if (ft__slot_open(&r->slot[i], r->dir, i, r->job, msg, sizeof(msg)))
       continue;
     me->slot_ok[i] = 1;
     me->version[i] = r->slot[i].hdr->version;
@@ -111,7 +83,7 @@ static int check_layout(ft__restore_t *r) {
   }
   if (first < 0)
     return ft__rsay(r, FT_ENOENT, "no node holds a store of job '%s' under %s",
-               r->cfg.job, r->cfg.store_root);
+               r->job, r->store_root);
   r->nnodes = r->all[first].nnodes;
   r->m = r->all[first].m;
   return FT_OK;
@@ -211,7 +183,7 @@ static int pick_version(ft__restore_t *r) {
     return ft__rsay(r, FT_ENOSNAPSHOT,
                "no version of job '%s' is held committed by every surviving "
                "node",
-               r->cfg.job);
+               r->job);
   for (int i = 0; i < r->size; i++) {
     int s = r->all[i].has_meta ? holds(&r->all[i], r->version) : -1;
     if (s < 0)
@@ -322,9 +294,4 @@ int ft__survey(ft__restore_t *r) {
   if (rc == FT_OK)
     rc = check_chunks(r);
   return rc;
-}
-
-int ft__chunk_bad(const ft__restore_t *r, int node, int role) {
-  int rank = r->rank_of_node[node];
-  return rank < 0 || r->bad[(size_t)rank * FT_MAX_CHUNKS + (size_t)role];
 }

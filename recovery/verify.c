@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "ec/codec.h"
-#include "recovery/survey.h"
+#include "recovery/restore.h"
 #include "recovery/verify.h"
-#include "runtime/error.h"
 
 typedef struct tally {
   long stripes, parity_bad, loss_sets, decode_bad, refused_ok;
@@ -75,7 +75,7 @@ static int check_stripe(ft__restore_t *r, int g, int s, uint8_t *buf,
                         tally_t *t) {
   int n = r->gsize[g], k = ft__group_k(r, g);
   int checker = r->rank_of_node[ft__node_at(r, g, s, k)];
-  size_t chunk = r->chunk_of_group[g], piece = r->cfg.piece_bytes;
+  size_t chunk = r->chunk_of_group[g], piece = r->piece_bytes;
   uint8_t *held[FT_MAX_CHUNKS];
   uint8_t *scratch = buf + (size_t)n * piece;
   ft__codec_t *codec = NULL;
@@ -143,7 +143,7 @@ int ft__verify(ft__restore_t *r) {
                r->hosts[node]);
       return FT_EINVAL;
     }
-  size_t piece = r->cfg.piece_bytes;
+  size_t piece = r->piece_bytes;
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)
     widest = r->gsize[g] > widest ? r->gsize[g] : widest;

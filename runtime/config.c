@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
+#include "base/fault.h"
 #include "ftrt.h"
-#include "runtime/error.h"
-#include "runtime/fault.h"
-#include "runtime/hold.h"
+#include "snapshot/hold.h"
 
 #define FT__DEFAULT_TIMEOUT_S 60.0
 #define FT__DEFAULT_PIECE (1u << 20)

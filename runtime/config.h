@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FT_JOB_MAX 64
-#define FT_PATH_MAX 512
+#include "snapshot/store.h"
+
 #define FT_EC_MAX_N 255
 
 typedef enum { FT_CAPTURE_SYNC = 0, FT_CAPTURE_LAZY = 1 } ft__capture_t;

@@ -8,12 +8,12 @@
 
 #include <pthread.h>
 
+#include "base/fault.h"
 #include "cuda/cuda.h"
 #include "ftrt.h"
 #include "runtime/config.h"
-#include "runtime/ctl.h"
-#include "runtime/fault.h"
 #include "runtime/log.h"
+#include "snapshot/ctl.h"
 #include "snapshot/store.h"
 
 typedef struct ft__reg {
@@ -60,19 +60,8 @@ struct ft_ctx {
   int cuda_pinned[FT_NSLOTS];
 };
 
-/* Pass a fault point (runtime/fault.h). */
+/* Pass a fault point (base/fault.h). */
 #define FT_FAULT_POINT(c, name)                                                \
   ft__fault_point(&(c)->fault, (name), (c)->world_rank, (c)->host)
-
-/* Status agreed by every rank of comm: the most negative one. */
-int ft__agree(MPI_Comm comm, int status);
-
-/* Trainer side (runtime/trainer.c). */
-int ft__trainer_attach(ft_ctx_t *c);
-void ft__trainer_release(ft_ctx_t *c);
-
-/* SMP side (runtime/smp.c): start serves the node and never returns. */
-int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen);
-void ft__smp_run(ft_ctx_t *c) __attribute__((noreturn));
 
 #endif

@@ -14,16 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/agree.h"
+#include "base/error.h"
 #include "runtime/ctx.h"
-#include "runtime/error.h"
-
-int ft__agree(MPI_Comm comm, int status) {
-  int agreed = status;
-  if (MPI_Allreduce(&status, &agreed, 1, MPI_INT, MPI_MIN, comm) !=
-      MPI_SUCCESS)
-    return FT_EMPI;
-  return agreed;
-}
+#include "runtime/smp.h"
+#include "runtime/trainer.h"
 
 static int start_mpi(ft_ctx_t *c, int *argc, char ***argv) {
   int inited = 0;
@@ -118,7 +113,7 @@ static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
                c->is_smp ? "smp" : "trainer");
   if ((rc = check_node_shape(c, msg, msglen)))
     return rc;
-  return ft__store_dir(&c->cfg, c->vnode, c->dir, sizeof(c->dir));
+  return ft__store_dir(c->cfg.store_root, c->cfg.job, c->vnode, c->dir, sizeof(c->dir));
 }
 
 int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {

@@ -21,9 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ctx.h"
-#include "runtime/error.h"
 #include "runtime/reslice.h"
+
+#include "base/agree.h"
+#include "base/error.h"
 
 /* One old rank held by the calling server. */
 typedef struct held {

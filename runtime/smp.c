@@ -23,13 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/smp.h"
+
+#include "base/error.h"
 #include "ec/exchange.h"
 #include "ec/layout.h"
-#include "runtime/ctx.h"
-#include "runtime/error.h"
-#include "runtime/groupmeta.h"
-#include "runtime/hold.h"
 #include "runtime/topo.h"
+#include "snapshot/groupmeta.h"
+#include "snapshot/hold.h"
 
 typedef struct ft__smp {
   ft_ctx_t *c;

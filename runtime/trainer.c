@@ -15,11 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/ctx.h"
-#include "runtime/error.h"
-#include "runtime/hold.h"
+#include "runtime/trainer.h"
+
+#include "base/agree.h"
+#include "base/error.h"
 #include "runtime/reslice.h"
 #include "runtime/topo.h"
+#include "snapshot/hold.h"
 
 #define ALIGN 64u
 

@@ -1,6 +1,6 @@
 /*
  * ft-hold: arm, watch and release a hold point of the job running on this
- * node (runtime/hold.h), through its control segment.  ft-chaos runs it on
+ * node (snapshot/hold.h), through its control segment.  ft-chaos runs it on
  * every host to deliver a fault at an exact point of the job: arm (or find
  * armed by FT_HOLD), wait until held, strike, release.  No MPI; it never
  * touches snapshot data.
@@ -15,8 +15,8 @@
 
 #include "ftrt.h"
 #include "runtime/config.h"
-#include "runtime/ctl.h"
-#include "runtime/hold.h"
+#include "snapshot/ctl.h"
+#include "snapshot/hold.h"
 #include "snapshot/store.h"
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOJOB = 3, EXIT_NOTMET = 4 };
@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
   if (prc)
     return prc < 0 ? EXIT_OK : prc;
   gethostname(t.host, sizeof(t.host) - 1);
-  ft__store_dir(&cfg, vnode, t.dir, sizeof(t.dir));
+  ft__store_dir(cfg.store_root, cfg.job, vnode, t.dir, sizeof(t.dir));
   if (ft__ctl_attach(t.dir, &t.ctl, msg, sizeof(msg)) != FT_OK) {
     fprintf(stderr, "ft-hold: %s: no running job '%s' (%s)\n", t.host,
             cfg.job, msg);

@@ -15,7 +15,7 @@
 
 #include "ftrt.h"
 #include "runtime/config.h"
-#include "runtime/ctl.h"
+#include "snapshot/ctl.h"
 #include "snapshot/store.h"
 
 typedef struct view {
@@ -276,7 +276,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   view_t v = {.job = cfg.job};
-  ft__store_dir(&cfg, vnode, v.dir, sizeof(v.dir));
+  ft__store_dir(cfg.store_root, cfg.job, vnode, v.dir, sizeof(v.dir));
   char host[FT_NAME_MAX] = "?";
   gethostname(host, sizeof(host) - 1);
   load(&v);

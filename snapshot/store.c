@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "ec/crc.h"
-#include "runtime/error.h"
 
 #define SLOT_MAGIC "FTRTSLOT"
 #define META_MAGIC "FTRTMETA"
@@ -688,9 +688,9 @@ int ft__store_mkdir(const char *dir, char *msg, size_t msglen) {
   return FT_OK;
 }
 
-int ft__store_dir(const ft__config_t *cfg, int vnode, char *out, size_t len) {
-  int n = vnode >= 0 ? snprintf(out, len, "%s/vnode%d/%s", cfg->store_root,
-                                vnode, cfg->job)
-                     : snprintf(out, len, "%s/%s", cfg->store_root, cfg->job);
+int ft__store_dir(const char *root, const char *job, int vnode, char *out,
+                  size_t len) {
+  int n = vnode >= 0 ? snprintf(out, len, "%s/vnode%d/%s", root, vnode, job)
+                     : snprintf(out, len, "%s/%s", root, job);
   return n > 0 && (size_t)n < len ? FT_OK : FT_ERANGE;
 }

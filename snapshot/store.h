@@ -7,7 +7,7 @@
  *   slot0 slot1 two version slots, each a header page then the data region
  *               (every local trainer's region, page aligned, padded to k
  *               chunks) then this node's m parity chunks;
- *   ctl         the control segment of the running job (runtime/ctl.h).
+ *   ctl         the control segment of the running job (snapshot/ctl.h).
  *
  * Nothing here is trusted on read: every reader validates magic, format,
  * sizes against the file size, and CRCs, and reports what is wrong with the
@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/config.h"
-
+#define FT_JOB_MAX 64   /* job name with its NUL */
+#define FT_PATH_MAX 512 /* store root and directories */
 #define FT_STORE_FORMAT 1
 #define FT_MAX_LOCAL 64   /* trainers per node */
 #define FT_MAX_CHUNKS 256 /* k + m of a group, with room */
@@ -207,8 +207,10 @@ int ft__write_all(int fd, const uint8_t *p, size_t n);
 
 /* mkdir -p of dir (mode 0700). */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
-/* The store directory of this node for cfg: root/job, or root/vnodeN/job
- * for virtual nodes (vnode >= 0). */
-int ft__store_dir(const ft__config_t *cfg, int vnode, char *out, size_t len);
+/* The store directory of job under root (FT_STORE_ROOT): root/job, or
+ * root/vnodeN/job for virtual nodes (vnode >= 0).  FT_ERANGE when it does
+ * not fit in len bytes of out. */
+int ft__store_dir(const char *root, const char *job, int vnode, char *out,
+                  size_t len);
 
 #endif

@@ -94,7 +94,7 @@ launch_bg() {
 finish() { wait "$LPID"; RC=$?; }
 
 # launch_held LOG STEPS WHEN [ARGS...]: launch_bg with the hold point WHEN
-# armed from the start (FT_HOLD, runtime/hold.h): the job stops at WHEN
+# armed from the start (FT_HOLD, snapshot/hold.h): the job stops at WHEN
 # (step=N: once the snapshot of step N is committed everywhere) and waits
 # there until ft-chaos has delivered its fault.  Nothing is timed: however
 # slow the machine, the fault lands at WHEN.

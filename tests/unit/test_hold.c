@@ -1,4 +1,4 @@
-/* Hold points (runtime/hold.h): FT_HOLD parsing, the gate, a process held
+/* Hold points (snapshot/hold.h): FT_HOLD parsing, the gate, a process held
  * at its point until released, one-shot arming, and the too-late check
  * that keeps a late arming from holding some nodes and not others. */
 #include <check.h>
@@ -10,7 +10,7 @@
 
 #include "ftrt.h"
 #include "runtime/config.h"
-#include "runtime/hold.h"
+#include "snapshot/hold.h"
 
 START_TEST(parse_good) {
   static const struct {

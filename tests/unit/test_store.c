@@ -1091,31 +1091,29 @@ END_TEST
 /* ================= directories ================= */
 
 START_TEST(store_dir) {
-  ft__config_t cfg;
-  ft__config_defaults(&cfg);
-  snprintf(cfg.job, sizeof(cfg.job), "llm.run_2");
+  char root[FT_PATH_MAX] = "/dev/shm/ftrt", job[FT_JOB_MAX] = "llm.run_2";
   char out[FT_PATH_MAX + 64];
-  ck_assert_int_eq(ft__store_dir(&cfg, -1, out, sizeof(out)), FT_OK);
+  ck_assert_int_eq(ft__store_dir(root, job, -1, out, sizeof(out)), FT_OK);
   ck_assert_str_eq(out, "/dev/shm/ftrt/llm.run_2");
-  ck_assert_int_eq(ft__store_dir(&cfg, 0, out, sizeof(out)), FT_OK);
+  ck_assert_int_eq(ft__store_dir(root, job, 0, out, sizeof(out)), FT_OK);
   ck_assert_str_eq(out, "/dev/shm/ftrt/vnode0/llm.run_2");
-  ck_assert_int_eq(ft__store_dir(&cfg, 17, out, sizeof(out)), FT_OK);
+  ck_assert_int_eq(ft__store_dir(root, job, 17, out, sizeof(out)), FT_OK);
   ck_assert_str_eq(out, "/dev/shm/ftrt/vnode17/llm.run_2");
-  snprintf(cfg.store_root, sizeof(cfg.store_root), "%s", dir);
-  ck_assert_int_eq(ft__store_dir(&cfg, 3, out, sizeof(out)), FT_OK);
+  snprintf(root, sizeof(root), "%s", dir);
+  ck_assert_int_eq(ft__store_dir(root, job, 3, out, sizeof(out)), FT_OK);
   char want[256];
   snprintf(want, sizeof(want), "%s/vnode3/llm.run_2", dir);
   ck_assert_str_eq(out, want);
 
   /* exactly fits, one byte short */
   size_t n = strlen(want) + 1;
-  ck_assert_int_eq(ft__store_dir(&cfg, 3, out, n), FT_OK);
-  ck_assert_int_eq(ft__store_dir(&cfg, 3, out, n - 1), FT_ERANGE);
+  ck_assert_int_eq(ft__store_dir(root, job, 3, out, n), FT_OK);
+  ck_assert_int_eq(ft__store_dir(root, job, 3, out, n - 1), FT_ERANGE);
   /* a store root of maximal length does not fit an FT_PATH_MAX buffer */
-  memset(cfg.store_root, 'r', sizeof(cfg.store_root) - 1);
-  cfg.store_root[0] = '/';
-  cfg.store_root[sizeof(cfg.store_root) - 1] = '\0';
-  ck_assert_int_eq(ft__store_dir(&cfg, -1, out, FT_PATH_MAX), FT_ERANGE);
+  memset(root, 'r', sizeof(root) - 1);
+  root[0] = '/';
+  root[sizeof(root) - 1] = '\0';
+  ck_assert_int_eq(ft__store_dir(root, job, -1, out, FT_PATH_MAX), FT_ERANGE);
 
   /* mkdir -p of the virtual-node path, twice */
   char msg[512] = "";

@@ -7,8 +7,8 @@
  * The segment is recreated by the SMP at each launch; nothing in it needs to
  * survive a crash (the slots carry the durable state).
  */
-#ifndef FT_RUNTIME_CTL_H
-#define FT_RUNTIME_CTL_H
+#ifndef FT_SNAPSHOT_CTL_H
+#define FT_SNAPSHOT_CTL_H
 
 #include <stdint.h>
 

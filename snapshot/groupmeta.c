@@ -1,6 +1,6 @@
 /* group.meta exchange: lengths first, then the bytes (both non-blocking,
  * completed by the caller's wait function). */
-#include "runtime/groupmeta.h"
+#include "snapshot/groupmeta.h"
 
 #include <stdlib.h>
 

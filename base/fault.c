@@ -1,5 +1,5 @@
 /* Fault points: parsing of FT_FAULT and the self-kill. */
-#include "runtime/fault.h"
+#include "base/fault.h"
 
 #include <signal.h>
 #include <stdio.h>

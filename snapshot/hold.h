@@ -19,13 +19,13 @@
  * load of `armed` is all a point costs when nothing is armed.  A hold is
  * one-shot: once released, the point lets everyone pass.
  */
-#ifndef FT_RUNTIME_HOLD_H
-#define FT_RUNTIME_HOLD_H
+#ifndef FT_SNAPSHOT_HOLD_H
+#define FT_SNAPSHOT_HOLD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/ctl.h"
+#include "snapshot/ctl.h"
 
 typedef enum {
   FT_HOLD_NONE = 0,

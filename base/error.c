@@ -2,7 +2,7 @@
  * Status names and messages, generated from FT_ERRNO_MAP in ftrt.h, and the
  * one place where errno values become ftrt statuses (libuv's UV__ERR idea).
  */
-#include "runtime/error.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -3,7 +3,7 @@
  * private) kind because the waiters are different processes mapping the same
  * tmpfs file.
  */
-#include "runtime/ctl.h"
+#include "snapshot/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 #define CTL_MAGIC "FTRTCTL1"
 

@@ -1,5 +1,5 @@
 /* Hold points: parsing of FT_HOLD, arming, and the wait at a point. */
-#include "runtime/hold.h"
+#include "snapshot/hold.h"
 
 #include <stdio.h>
 #include <stdlib.h>

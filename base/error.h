@@ -1,6 +1,6 @@
 /* Internal error helpers; the public list lives in include/ftrt.h. */
-#ifndef FT_RUNTIME_ERROR_H
-#define FT_RUNTIME_ERROR_H
+#ifndef FT_BASE_ERROR_H
+#define FT_BASE_ERROR_H
 
 #include "ftrt.h"
 

@@ -4,8 +4,8 @@
  * lost member to its replacement.  Used by the SMP at layout time and by
  * ft-restore after a rebuild.
  */
-#ifndef FT_RUNTIME_GROUPMETA_H
-#define FT_RUNTIME_GROUPMETA_H
+#ifndef FT_SNAPSHOT_GROUPMETA_H
+#define FT_SNAPSHOT_GROUPMETA_H
 
 #include <mpi.h>
 #include <stddef.h>

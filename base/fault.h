@@ -11,8 +11,8 @@
  * parity exchange), commit (SMP, after ENCODED, before the commit), restore
  * (ft-restore, in the middle of a rebuild).
  */
-#ifndef FT_RUNTIME_FAULT_H
-#define FT_RUNTIME_FAULT_H
+#ifndef FT_BASE_FAULT_H
+#define FT_BASE_FAULT_H
 
 typedef struct ft__fault {
   char point[16];

@@ -1,0 +1,72 @@
+/*
+ * ft-restore's driver: survey, then verify or rebuild, and the summary.
+ */
+#include "recovery/engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "recovery/rebuild.h"
+#include "recovery/survey.h"
+#include "recovery/verify.h"
+
+int ft__restore_run(ft__restore_t *r) {
+  int rc = ft__ragree(r, ft__survey(r));
+  if (rc)
+    return rc;
+  if (r->opts.verify)
+    return ft__ragree(r, ft__verify(r));
+  return ft__rebuild(r);
+}
+
+static void report_json(const ft__restore_t *r, int status) {
+  printf("{\"status\":\"%s\",\"code\":\"%s\",\"job\":\"%s\",\"version\":%llu,"
+         "\"step\":%llu,\"lost\":[",
+         status == FT_OK ? (r->nlost || r->ncorrupt ? "restored" : "nothing")
+                         : "failed",
+         ft_err_name(status), r->job, (unsigned long long)r->version,
+         (unsigned long long)r->step);
+  int first = 1;
+  for (int node = 0; r->rank_of_node && node < r->nnodes; node++)
+    if (r->rank_of_node[node] < 0) {
+      printf("%s\"%s\"", first ? "" : ",", r->hosts[node]);
+      first = 0;
+    }
+  printf("],\"corrupt_chunks\":%d,\"bytes_rebuilt\":%llu,\"seconds\":%.6f,"
+         "\"gbps\":%.3f,\"dry_run\":%s,\"message\":\"",
+         r->ncorrupt, (unsigned long long)r->bytes_rebuilt, r->seconds,
+         r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
+         r->opts.dry_run ? "true" : "false");
+  for (const char *p = r->msg; *p; p++)
+    printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+  printf("\"}\n");
+}
+
+void ft__restore_report(const ft__restore_t *r, int status) {
+  if (r->rank != 0)
+    return;
+  if (r->opts.json) {
+    report_json(r, status);
+  } else if (status != FT_OK) {
+    fprintf(stderr, "ft-restore: %s (%s)\n", r->msg[0] ? r->msg : "failed",
+            ft_err_name(status));
+  } else if (r->opts.verify) {
+    printf("ft-restore: %s\n", r->msg);
+  } else if (r->opts.dry_run) {
+    printf("ft-restore: dry run, nothing changed\n");
+  } else if (!r->nlost && !r->ncorrupt) {
+    printf("ft-restore: every node holds version %llu (step %llu) whole: "
+           "nothing to do\n",
+           (unsigned long long)r->version, (unsigned long long)r->step);
+  } else {
+    printf("ft-restore: restored version %llu (step %llu): %d lost node(s), "
+           "%d corrupt chunk(s), %.1f MiB rebuilt in %.3f s (%.2f GB/s), "
+           "layout epoch %llu\n",
+           (unsigned long long)r->version, (unsigned long long)r->step,
+           r->nlost, r->ncorrupt, (double)r->bytes_rebuilt / 1048576.0,
+           r->seconds,
+           r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
+           (unsigned long long)r->epoch + 1);
+  }
+  fflush(stdout);
+}

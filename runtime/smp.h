@@ -1,0 +1,18 @@
+/*
+ * The Snapshot Management Process of a node (runtime/smp.c).  ft_init makes
+ * the first rank of each node its SMP: start creates the store and the
+ * control segment, run serves the node until its trainers finalize.
+ */
+#ifndef FT_RUNTIME_SMP_H
+#define FT_RUNTIME_SMP_H
+
+#include <stddef.h>
+
+#include "runtime/ctx.h"
+
+/* FT_OK, or the error with a message in msg (msglen bytes, may be NULL). */
+int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen);
+/* Serve the node; finalizes MPI and exits the process, never returns. */
+void ft__smp_run(ft_ctx_t *c) __attribute__((noreturn));
+
+#endif
