@@ -20,20 +20,23 @@ train() {
 # train_bg NAME NP ARGS... : same, in the background; sets PID
 train_bg() {
   local name=$1 np=$2; shift 2
-  : >"$LOGDIR/$name" # truncated before wait_line can look at it
+  : >"$LOGDIR/$name"
   timeout 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1 &
   PID=$!
 }
 digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$LOGDIR/$1" | tail -1; }
 log_of() { cat "$LOGDIR/$1"; }
-# wait_line NAME REGEX SECONDS : until the output has a matching line
-wait_line() {
-  local i
-  for ((i = 0; i < $3 * 20; i++)); do
-    grep -qE "$2" "$LOGDIR/$1" 2>/dev/null && return 0
-    sleep 0.05
+# held NAME : until every trainer of $FT_JOB (run NAME, started by train_bg)
+# is held at the point FT_HOLD armed: the job cannot run past it meanwhile.
+# ft-hold exits 3 until the job's SMP has made its control segment.
+held() {
+  local rc=3
+  while [ $rc = 3 ] && kill -0 "$PID" 2>/dev/null; do
+    "$B/ft-hold" --job "$FT_JOB" --timeout 300 wait >/dev/null 2>&1
+    rc=$?
+    [ $rc = 3 ] && sleep 0.05 # poll interval, not a wait for an event
   done
-  return 1
+  [ $rc = 0 ] || { log_of "$1" | tail; fail "$1 never held at FT_HOLD's point (ft-hold exit $rc)"; }
 }
 # status_field JOB JQ-LIKE-KEY: crude JSON field pick for pids from ft-status
 smp_pid() { FT_JOB=$1 "$B/ft-status" --json | sed -n 's/.*"smp":{"pid":\([0-9]*\).*/\1/p'; }

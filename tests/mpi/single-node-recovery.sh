@@ -13,17 +13,18 @@ for mode in sync lazy; do
   grep -q '^fresh start' "$LOGDIR/ref" || fail "fault-free run did not start fresh"
   note "$mode: fault-free digest $REF"
 
-  # 1. kill -9 trainer rank 1 once step 10 has been printed
+  # 1. kill -9 trainer rank 1 while the job is held after the commit of
+  #    step 12 (FT_HOLD): the relaunch resumes from exactly there
   export FT_JOB=kill-trainer-$mode
-  train_bg run1 3 $ARGS
-  wait_line run1 '^step 1[0-9] ' 60 || fail "run never reached step 10"
+  FT_HOLD=step=12 train_bg run1 3 $ARGS
+  held run1
   pid=$(trainer_pid "$FT_JOB" 1)
   [ -n "$pid" ] || fail "no trainer pid in ft-status"
   kill -9 "$pid"
   wait $PID && fail "mpirun exited 0 after a trainer was killed"
   train run1b 3 $ARGS || { log_of run1b | tail; fail "relaunch failed"; }
-  grep -qE '^resumed from step [0-9]+' "$LOGDIR/run1b" || fail "relaunch did not resume"
-  expect_digest run1b "$REF" "$mode: trainer killed at a step, $(grep resumed "$LOGDIR/run1b")"
+  grep -q '^resumed from step 12$' "$LOGDIR/run1b" || { log_of run1b | head; fail "expected resume from step 12"; }
+  expect_digest run1b "$REF" "$mode: trainer killed at step 12, resumed from step 12"
 
   # 2. a trainer dies in the middle of the copy of the 4th snapshot (step 12):
   #    the relaunch must resume from step 9, the previous committed one
@@ -34,16 +35,17 @@ for mode in sync lazy; do
   grep -q '^resumed from step 9$' "$LOGDIR/run2b" || { log_of run2b | head; fail "expected resume from step 9"; }
   expect_digest run2b "$REF" "$mode: trainer killed mid-copy, resumed from step 9"
 
-  # 3. kill -9 the SMP once step 10 has been printed
+  # 3. kill -9 the SMP while the job is held after the commit of step 12
   export FT_JOB=kill-smp-$mode
-  train_bg run3 3 $ARGS
-  wait_line run3 '^step 1[0-9] ' 60 || fail "run never reached step 10"
+  FT_HOLD=step=12 train_bg run3 3 $ARGS
+  held run3
   pid=$(smp_pid "$FT_JOB")
   [ -n "$pid" ] || fail "no SMP pid in ft-status"
   kill -9 "$pid"
   wait $PID && fail "mpirun exited 0 after the SMP was killed"
   train run3b 3 $ARGS || { log_of run3b | tail; fail "relaunch failed"; }
-  expect_digest run3b "$REF" "$mode: SMP killed, $(grep resumed "$LOGDIR/run3b")"
+  grep -q '^resumed from step 12$' "$LOGDIR/run3b" || { log_of run3b | head; fail "expected resume from step 12"; }
+  expect_digest run3b "$REF" "$mode: SMP killed at step 12, resumed from step 12"
 
   # 4. the SMP dies after encoding the 3rd snapshot, before its commit
   export FT_JOB=kill-commit-$mode
