@@ -53,7 +53,8 @@ extern "C" {
   XX(EBUSY, -14, "previous snapshot still in progress")                        \
   XX(ERANGE, -15, "value out of range")                                        \
   XX(ENOSPC, -16, "no space left in the store")                                \
-  XX(EPEER, -17, "a peer process failed")
+  XX(EPEER, -17, "a peer process failed")                                      \
+  XX(EINUSE, -18, "store in use by another launch of the job")
 
 typedef enum {
 #define FT__ENUM(name, val, msg) FT_##name = (val),

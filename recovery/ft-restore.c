@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/agree.h"
 #include "base/error.h"
 #include "recovery/engine.h"
 #include "runtime/config.h"
@@ -37,7 +38,9 @@ static void usage(FILE *f) {
       "                      m nodes and compare with the real bytes\n"
       "  --quiet             no progress lines\n"
       "Environment: FT_STORE_ROOT, FT_JOB, FT_PIECE_SIZE, FT_FAULT=restore,\n"
-      "FT_VIRTUAL_NODE_RANKS (rank N then serves virtual node N).\n"
+      "FT_VIRTUAL_NODE_RANKS (rank N then serves virtual node N),\n"
+      "FT_TIMEOUT (how long to wait for a running launch of the job to\n"
+      "end: its SMP holds the store; then exit 1, nothing changed).\n"
       "Exit: 0 restored or nothing to do, 3 too many losses (nothing\n"
       "changed), 2 usage, 1 any other error.\n",
       f);
@@ -99,6 +102,18 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
   ft__hold_arm(r->ctl, &h);
 }
 
+/* The job's lock on this node's store (store.h), so that a restore never
+ * rewrites the store of a running job.  A node without a store (a spare)
+ * has nothing to protect yet.  Every rank learns the first failure. */
+static int lock_store(ft__restore_t *r, double wait_s) {
+  int fd, rc = ft__store_lock(r->dir, wait_s, &fd, r->msg, sizeof(r->msg));
+  if (rc == FT_ENOENT) {
+    r->msg[0] = '\0';
+    rc = FT_OK;
+  }
+  return ft__agree_msg(r->comm, rc, r->msg, sizeof(r->msg));
+}
+
 static int exit_code(int rc) {
   return rc == FT_OK ? 0 : rc == FT_ETOOMANY ? 3 : 1;
 }
@@ -129,8 +144,11 @@ int main(int argc, char **argv) {
   ft__fault_parse(&r.fault, cfg.fault);
   ft__store_dir(cfg.store_root, cfg.job, cfg.vnode_ranks ? r.rank : -1, r.dir,
                 sizeof(r.dir));
-  arm_hold(&r, cfg.hold);
-  int rc = ft__restore_run(&r);
+  int rc = lock_store(&r, cfg.timeout_s);
+  if (rc == FT_OK) {
+    arm_hold(&r, cfg.hold);
+    rc = ft__restore_run(&r);
+  }
   ft__restore_report(&r, rc);
   if (r.ctl) {
     ft__store32(&r.ctl->phase, FT_PHASE_DONE);

@@ -46,6 +46,7 @@ typedef struct ft__smp {
   int k, m, group, pos, gsize;
   int layout_done;
   uint64_t committed, prepared;
+  int lock_fd; /* flock on the store: this launch's, until the process ends */
   char msg[512];
 } smp_t;
 
@@ -207,6 +208,11 @@ static int form_groups(smp_t *s) {
 static int open_store(smp_t *s) {
   ft_ctx_t *c = s->c;
   int rc = ft__store_mkdir(c->dir, s->msg, sizeof(s->msg));
+  /* Before anything in the store is read: a second launch of the job on
+   * this node would otherwise share the first one's slots. */
+  if (rc == FT_OK)
+    rc = ft__store_lock(c->dir, c->cfg.timeout_s, &s->lock_fd, s->msg,
+                        sizeof(s->msg));
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
     rc = ft__slot_open(&s->slot[i], c->dir, i, c->cfg.job, s->msg,
                        sizeof(s->msg));
@@ -328,6 +334,7 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   s->c = c;
   for (int i = 0; i < FT_NSLOTS; i++)
     s->slot[i].fd = -1;
+  s->lock_fd = -1;
   int rc = open_store(s);
   if (rc == FT_OK)
     rc = ft__ctl_create(c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -686,6 +687,41 @@ int ft__store_mkdir(const char *dir, char *msg, size_t msglen) {
     }
   }
   return FT_OK;
+}
+
+int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
+                   size_t msglen) {
+  *fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*fd < 0) {
+    int err = errno;
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: open: %s", dir,
+                    strerror(err));
+  }
+  struct timespec nap = {0, 20 * 1000 * 1000}, t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+      return FT_OK;
+    int err = errno;
+    if (err == EINTR)
+      continue;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double waited = (double)(t.tv_sec - t0.tv_sec) +
+                    (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (err != EWOULDBLOCK || waited >= wait_s) {
+      close(*fd);
+      *fd = -1;
+      if (err != EWOULDBLOCK)
+        return ft__msgf(ft__from_errno(err), msg, msglen, "%s: flock: %s",
+                        dir, strerror(err));
+      return ft__msgf(FT_EINUSE, msg, msglen,
+                      "%s: another launch of this job holds the store on "
+                      "this node (waited %.0f s, FT_TIMEOUT); let it end, or "
+                      "use another FT_JOB",
+                      dir, wait_s);
+    }
+    nanosleep(&nap, NULL);
+  }
 }
 
 int ft__store_dir(const char *root, const char *job, int vnode, char *out,

@@ -205,6 +205,17 @@ int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
 /* write(2) until all n bytes are out (EINTR retried); 0 or -1 (errno). */
 int ft__write_all(int fd, const uint8_t *p, size_t n);
 
+/*
+ * One launch per job and node: an exclusive flock(2) on the store directory
+ * dir, held through *fd until that descriptor is closed (or the process
+ * ends, however it ends).  A lock held elsewhere is waited for up to
+ * wait_s seconds (a previous launch's SMP may still be exiting), then
+ * FT_EINUSE; nothing in dir is read or written either way.  *fd is -1 on
+ * failure.  msg may be NULL.
+ */
+int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
+                   size_t msglen);
+
 /* mkdir -p of dir (mode 0700). */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
 /* The store directory of job under root (FT_STORE_ROOT): root/job, or

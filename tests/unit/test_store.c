@@ -1090,6 +1090,28 @@ END_TEST
 
 /* ================= directories ================= */
 
+/* One launch per job: a second lock on the store is refused after its wait
+ * with FT_EINUSE and a message; the lock ends with its descriptor. */
+START_TEST(store_lock) {
+  char msg[512] = "", none[300];
+  int a, b;
+  ck_assert_int_eq(ft__store_lock(dir, 0, &a, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_ge(a, 0);
+  ck_assert_int_eq(ft__store_lock(dir, 0.05, &b, msg, sizeof(msg)),
+                   FT_EINUSE);
+  ck_assert_int_eq(b, -1);
+  ck_msg_has(msg, dir);
+  ck_msg_has(msg, "another launch of this job");
+  ck_assert_int_eq(ft__store_lock(dir, 0, &b, NULL, 0), FT_EINUSE);
+  close(a);
+  ck_assert_int_eq(ft__store_lock(dir, 0, &b, msg, sizeof(msg)), FT_OK);
+  close(b);
+  snprintf(none, sizeof(none), "%s/none", dir);
+  ck_assert_int_eq(ft__store_lock(none, 0, &b, msg, sizeof(msg)), FT_ENOENT);
+  ck_msg_has(msg, none);
+}
+END_TEST
+
 START_TEST(store_dir) {
   char root[FT_PATH_MAX] = "/dev/shm/ftrt", job[FT_JOB_MAX] = "llm.run_2";
   char out[FT_PATH_MAX + 64];
@@ -1164,6 +1186,7 @@ int main(void) {
   tcase_add_loop_test(tc, meta_damaged, 0,
                       (int)(sizeof(meta_bad) / sizeof(meta_bad[0])));
   tcase_add_test(tc, store_dir);
+  tcase_add_test(tc, store_lock);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
