@@ -4,9 +4,9 @@
  * A trainer's device buffers are captured with cudaMemcpyAsync on a private
  * stream straight into the store segment, which is pinned once with
  * cudaHostRegister so that the copy goes by DMA, with no staging bounce
- * (DESIGN.md section 5).  Each copy is ordered after the work already queued
- * on the trainer's stream and after nothing else, so the next forward pass
- * overlaps it (lazy capture).
+ * (docs/design.md section 5).  Each copy is ordered after the work already
+ * queued on the trainer's stream and after nothing else, so the next forward
+ * pass overlaps it (lazy capture).
  *
  * Two implementations share this header: cuda/cuda.c (configure found CUDA)
  * and cuda/cuda_stub.c, where every call returns FT_ENOTSUP.  Callers never

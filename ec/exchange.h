@@ -1,5 +1,5 @@
 /*
- * Encoding a group's stripes across its SMPs (DESIGN.md section 4).
+ * Encoding a group's stripes across its SMPs (docs/design.md section 6).
  *
  * Every SMP of a group calls ft__exchange_encode for the same version at the
  * same time.  Each sends its k data chunks to the parity holders of the

@@ -1,5 +1,5 @@
 /*
- * Where chunks live (DESIGN.md section 4).  Pure functions, no I/O, no
+ * Where chunks live (docs/design.md section 6).  Pure functions, no I/O, no
  * allocation except ft__groups_form: every SMP computes the same answer from
  * the same inputs, which is how they agree on the layout without talking.
  *

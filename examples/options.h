@@ -1,5 +1,5 @@
 /*
- * Command line of ft-train-example (DESIGN.md section 7):
+ * Command line of ft-train-example (docs/design.md section 9):
  *   ft-train-example --steps N --snapshot-every K --state-mb M [--seed S]
  *                    [--hidden H] [--batch B] [--lr X] [--dropout P]
  *                    [--no-ftrt] [--help]

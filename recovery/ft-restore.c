@@ -1,6 +1,7 @@
 /*
- * ft-restore: rebuild the stores of lost nodes from the survivors (DESIGN.md
- * section 6).  Launched with one MPI rank per node of the new node set:
+ * ft-restore: rebuild the stores of lost nodes from the survivors
+ * (docs/design.md section 7).  Launched with one MPI rank per node of the
+ * new node set:
  *
  *   mpirun --map-by ppr:1:node ft-restore [--job NAME] [--mode replace|shrink]
  *          [--dry-run] [--json] [--verify [--verify-losses]]

@@ -1,5 +1,5 @@
 /*
- * ft-restore's engine (DESIGN.md section 6).  One MPI rank per node of the
+ * ft-restore's engine (docs/design.md section 7).  One MPI rank per node of the
  * new node set (survivors, plus spares in replace mode) surveys its local
  * store; together they agree on the layout and on the newest version every
  * survivor holds committed, find the lost nodes and the corrupted chunks,

@@ -314,7 +314,8 @@ int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
   return FT_OK;
 }
 
-/* Defaults of DESIGN.md section 4: 3+1 from four nodes, smaller codes below. */
+/* Defaults of docs/design.md section 6: 3+1 from four nodes, smaller codes
+ * below. */
 static void auto_ec(int nnodes, int *k, int *m) {
   if (nnodes <= 1) {
     *k = 1;

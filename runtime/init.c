@@ -1,5 +1,5 @@
 /*
- * ft_init and ft_finalize: roles and communicators (DESIGN.md section 2).
+ * ft_init and ft_finalize: roles and communicators (docs/design.md section 3).
  *
  * MPI_COMM_WORLD is split by node (MPI_COMM_TYPE_SHARED, or fixed-size
  * groups of consecutive ranks when FT_VIRTUAL_NODE_RANKS asks for virtual

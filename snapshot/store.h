@@ -1,6 +1,6 @@
 /*
  * The node store: memory-mapped files on tmpfs that outlive every process of
- * a job (DESIGN.md section 3).  A store directory holds
+ * a job (docs/design.md section 4).  A store directory holds
  *
  *   meta        node metadata (layout, k, m, per-rank buffer tables), written
  *               atomically: temp file, fsync, rename, fsync of the directory;
@@ -126,9 +126,9 @@ int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
 int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
                           char *msg, size_t msglen);
 
-/* The restore rule of DESIGN.md section 3: the newest version that every
- * counted node holds whole (at least ENCODED: all nodes encoded it, so it
- * is committed even if the commit notice was lost).  held[node * FT_NSLOTS
+/* The restore rule of docs/design.md section 7: the newest version that
+ * every counted node holds whole (at least ENCODED: all nodes encoded it, so
+ * it is committed even if the commit notice was lost).  held[node * FT_NSLOTS
  * + i]: the versions node holds whole, 0 for none; ignore (NULL or one
  * flag per node) leaves nodes out, such as spares.  0 when there is none. */
 uint64_t ft__newest_common(const uint64_t *held, int nnodes,

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for what the node store reads back from tmpfs that another
- * process wrote (DESIGN.md section 3, STYLE.md "Fuzz what is read"):
+ * process wrote (docs/design.md section 4, STYLE.md "Fuzz what is read"):
  *
  *   first byte & 3 == 0  slot image -> ft__slot_validate, as read
  *                  == 1  slot image with seg_bytes set to the image size, so

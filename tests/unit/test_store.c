@@ -1,4 +1,4 @@
-/* The node store (DESIGN.md section 3): slot geometry, the slot state
+/* The node store (docs/design.md section 4): slot geometry, the slot state
  * machine as seen through two mappings, the double-buffer reuse rule the SMP
  * applies (version V in slot V%2, prepared once V-1 is committed), CRC64 per
  * chunk, atomic metadata, and a clear error -- status and message naming the
