@@ -11,9 +11,11 @@
  * first k healthy chunks of the stripe and marks the other m as erased, so
  * the codec always solves with exactly k known chunks.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "ec/codec.h"
@@ -147,6 +149,26 @@ static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
   return rc;
 }
 
+/* A stale store (survey.c) holds nothing of the current layout: remove
+ * its files before it takes a lost node's place, so that no old version,
+ * group table or adopted store of it is ever read again.  The survey's
+ * mappings of its slots go first. */
+static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
+  static const char *const files[] = {"meta",   "meta.next", "group.meta",
+                                      "slot0",  "slot1"};
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (r->slot[i].map)
+      ft__slot_close(&r->slot[i]);
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    char path[FT_PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", r->dir, files[i]);
+    if (unlink(path) != 0 && errno != ENOENT)
+      return ft__msgf(ft__from_errno(errno), msg, msglen,
+                      "%s: clearing a stale store: %s", path, strerror(errno));
+  }
+  return ft__store_remove_adopted(r->dir, msg, msglen);
+}
+
 /* The slot that receives a lost node's chunks, shaped as the lost node's
  * was: the spare's own slot, or in shrink mode a data-only slot in the
  * adopting survivor's adopt<N>/ directory. */
@@ -166,6 +188,8 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
                             shrinking(r) ? 0u : (uint32_t)r->m,
                             r->chunk_of_group[g]);
   char msg[512] = "";
+  if (rc == FT_OK && r->stale)
+    rc = clear_stale(r, msg, sizeof(msg));
   if (rc == FT_OK)
     rc = ft__store_mkdir(dir, msg, sizeof(msg));
   int idx = (int)(r->version % FT_NSLOTS);
@@ -404,11 +428,15 @@ static int seal(ft__restore_t *r, int spare) {
   return FT_OK;
 }
 
+/* The new epoch's host of every node: its helper, else the rank holding it
+ * (a member still at an older epoch may carry an older host list). */
 static void rename_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) {
   m->epoch = r->epoch + 1;
-  for (int node = 0; node < r->nnodes; node++)
-    if (helper_of[node] >= 0)
-      snprintf(m->hosts[node], FT_NAME_MAX, "%s", r->all[helper_of[node]].host);
+  for (int node = 0; node < r->nnodes; node++) {
+    int rank = helper_of[node] >= 0 ? helper_of[node] : r->rank_of_node[node];
+    snprintf(m->hosts[node], FT_NAME_MAX, "%s",
+             rank >= 0 ? r->all[rank].host : r->hosts[node]);
+  }
   snprintf(m->host, sizeof(m->host), "%s", r->host);
 }
 
@@ -506,6 +534,17 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
              helper_of[node] >= 0 ? r->all[helper_of[node]].host : "(no spare)",
              shrinking(r) ? " (adopted: data only, re-sliced at relaunch)"
                           : "");
+  for (int i = 0; i < r->size; i++)
+    if (!r->all[i].has_meta && r->all[i].epoch)
+      printf("ft-restore: %s holds a stale store (layout epoch %llu, the "
+             "newest is %llu): never read, cleared if it takes a lost "
+             "node's place\n",
+             r->all[i].host, (unsigned long long)r->all[i].epoch,
+             (unsigned long long)r->epoch);
+    else if (r->all[i].has_meta && r->all[i].epoch != r->epoch)
+      printf("ft-restore: %s is still at layout epoch %llu (a restore cut "
+             "short?): its metadata is written again\n",
+             r->all[i].host, (unsigned long long)r->all[i].epoch);
   if (r->ncorrupt)
     printf("ft-restore: %d chunk(s) failed their CRC and will be rebuilt\n",
            r->ncorrupt);
@@ -537,7 +576,7 @@ int ft__rebuild(ft__restore_t *r) {
     rc = FT_ENOMEM;
   if (rc == FT_OK)
     print_plan(r, helper_of);
-  if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt))
+  if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt && !r->resync))
     goto out;
   double t0 = MPI_Wtime();
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++) {

@@ -76,6 +76,10 @@ typedef struct ft__restore {
   uint64_t chunk_of_group[FT_RESTORE_MAX_GROUP];
   unsigned char *bad;        /* [size][FT_MAX_CHUNKS] chunk CRC failures */
   int my_slot;               /* slot of this rank holding the version */
+  int stale;  /* this rank's store is of an older layout epoch than the
+               * newest one and not part of it: cleared before reuse */
+  int resync; /* a member still at an older epoch (a restore cut short
+               * while it wrote the new one): write the epoch again */
   /* results */
   int nlost, ncorrupt;
   uint64_t bytes_rebuilt;

@@ -62,6 +62,73 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
 }
 
 /* Every stored metadata must describe the same job layout. */
+static int holds(const ft__rnode_t *n, uint64_t v);
+
+/* Versions node i holds whole, for ft__newest_common. */
+static void held_of(const ft__restore_t *r, int i, uint64_t *held) {
+  for (int s = 0; s < FT_NSLOTS; s++)
+    held[s] = holds(&r->all[i], r->all[i].version[s]) == s
+                  ? r->all[i].version[s]
+                  : 0;
+}
+
+/* Is node i's store of an older layout epoch than newest, yet a member of
+ * the newest layout: same shape, its node index claimed by no node of the
+ * newest epoch, and holding the version v those nodes hold in common? */
+static int rightful(const ft__restore_t *r, int i, uint64_t newest,
+                    uint64_t v) {
+  const ft__rnode_t *n = &r->all[i];
+  if (!v || holds(n, v) < 0)
+    return 0;
+  for (int j = 0; j < r->size; j++) {
+    const ft__rnode_t *o = &r->all[j];
+    if (!o->has_meta || o->epoch != newest)
+      continue;
+    if (o->nnodes != n->nnodes || o->m != n->m || o->node == n->node)
+      return 0;
+  }
+  return 1;
+}
+
+/* A store of an older layout epoch than the newest among the ranks is
+ * either a member whose ft-restore was cut short while it wrote the new
+ * epoch (it holds the version the newest nodes hold: it stays, and the
+ * epoch is written again), or the store of a host given up after a
+ * failure and rebuilt elsewhere: stale.  A stale store never counts as
+ * current: its rank is treated as a node without a store (a spare), and
+ * the rebuild clears it before reuse.  Every rank decides the same. */
+static int demote_stale(ft__restore_t *r) {
+  uint64_t newest = 0;
+  for (int i = 0; i < r->size; i++)
+    if (r->all[i].has_meta && r->all[i].epoch > newest)
+      newest = r->all[i].epoch;
+  uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
+  unsigned char *ignore = calloc((size_t)r->size, 1);
+  if (!held || !ignore) {
+    free(held), free(ignore);
+    return FT_ENOMEM;
+  }
+  for (int i = 0; i < r->size; i++) {
+    held_of(r, i, held + (size_t)i * FT_NSLOTS);
+    ignore[i] = !r->all[i].has_meta || r->all[i].epoch != newest;
+  }
+  uint64_t v = ft__newest_common(held, r->size, ignore);
+  free(held), free(ignore);
+  for (int i = 0; i < r->size; i++) {
+    ft__rnode_t *n = &r->all[i];
+    if (!n->has_meta || n->epoch == newest)
+      continue;
+    if (rightful(r, i, newest, v)) {
+      r->resync = 1;
+      continue;
+    }
+    n->has_meta = 0; /* n->epoch stays, for the plan's message */
+    memset(n->slot_ok, 0, sizeof(n->slot_ok));
+    r->stale |= i == r->rank;
+  }
+  return FT_OK;
+}
+
 static int check_layout(ft__restore_t *r) {
   int first = -1;
   for (int i = 0; i < r->size; i++) {
@@ -172,10 +239,7 @@ static int pick_version(ft__restore_t *r) {
   }
   for (int i = 0; i < r->size; i++) {
     spare[i] = !r->all[i].has_meta;
-    for (int s = 0; s < FT_NSLOTS; s++)
-      held[i * FT_NSLOTS + s] =
-          holds(&r->all[i], r->all[i].version[s]) == s ? r->all[i].version[s]
-                                                       : 0;
+    held_of(r, i, held + (size_t)i * FT_NSLOTS);
   }
   r->version = ft__newest_common(held, r->size, spare);
   free(held), free(spare);
@@ -282,7 +346,9 @@ int ft__survey(ft__restore_t *r) {
   if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, r->all, sizeof(me), MPI_BYTE,
                     r->comm) != MPI_SUCCESS)
     return FT_EMPI;
-  int rc = check_layout(r);
+  int rc = demote_stale(r);
+  if (rc == FT_OK)
+    rc = check_layout(r);
   if (rc == FT_OK)
     rc = alloc_layout(r);
   if (rc == FT_OK)

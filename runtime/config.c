@@ -288,13 +288,17 @@ static int load_numbers(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   return FT_OK;
 }
 
-static int load_vnodes(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+static int load_launch(ft__config_t *cfg, ft__getenv_fn get, void *arg,
                        char *msg, size_t msglen) {
+  int rc;
   const char *v = get("FT_VIRTUAL_NODE_RANKS", arg);
-  if (!v)
-    return FT_OK;
-  return parse_int("FT_VIRTUAL_NODE_RANKS", v, 2, 4096, &cfg->vnode_ranks, msg,
-                   msglen);
+  if (v && (rc = parse_int("FT_VIRTUAL_NODE_RANKS", v, 2, 4096,
+                           &cfg->vnode_ranks, msg, msglen)))
+    return rc;
+  /* Starting over is never implied: only FT_FRESH=1 (ft-launch --fresh). */
+  if ((v = get("FT_FRESH", arg)))
+    return parse_int("FT_FRESH", v, 0, 1, &cfg->fresh, msg, msglen);
+  return FT_OK;
 }
 
 int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
@@ -307,7 +311,7 @@ int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
       (rc = load_ec(cfg, get, arg, msg, msglen)) ||
       (rc = load_modes(cfg, get, arg, msg, msglen)) ||
       (rc = load_numbers(cfg, get, arg, msg, msglen)) ||
-      (rc = load_vnodes(cfg, get, arg, msg, msglen))) {
+      (rc = load_launch(cfg, get, arg, msg, msglen))) {
     ft__config_defaults(cfg);
     return rc;
   }

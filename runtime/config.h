@@ -40,6 +40,7 @@ typedef struct ft__config {
   char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
   char hold[FT_JOB_MAX];              /* FT_HOLD: "step=N", "phase=P,step=N" */
   int vnode_ranks;                    /* FT_VIRTUAL_NODE_RANKS, 0 = real nodes */
+  int fresh; /* FT_FRESH=1: start over, discarding what the store holds */
 } ft__config_t;
 
 /* Returns the value of a variable or NULL when unset. */

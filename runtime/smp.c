@@ -15,7 +15,6 @@
  * for V+1.  Collectives are non-blocking and waited for with short sleeps, so
  * an SMP never spins a core that the trainers need.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +98,7 @@ typedef struct node_id {
   int rank;
   int stored_node; /* node index in this job's metadata, -1 without */
   int stored_nnodes;
+  uint64_t stored_epoch; /* layout epoch of that metadata, 0 without */
 } node_id_t;
 
 static int cmp_node(const void *a, const void *b) {
@@ -114,12 +114,45 @@ static int cmp_node(const void *a, const void *b) {
 /* A relaunch keeps the node order of the stored layout (ft-restore may have
  * put a spare with another hostname in a lost node's place); a fresh job
  * orders by failure domain and hostname.  Both at once is an error. */
+/* A store of an older layout epoch than another node's belongs to a host
+ * that was given up after a failure (its node was rebuilt elsewhere): it is
+ * stale, and never read as current.  ft-restore rebuilds such a node. */
+static int check_epochs(smp_t *s, const node_id_t *all) {
+  uint64_t newest = 0;
+  for (int i = 0; i < s->nnodes; i++)
+    if (all[i].stored_epoch > newest)
+      newest = all[i].stored_epoch;
+  char stale[256] = "";
+  uint64_t old = 0;
+  for (int i = 0; i < s->nnodes; i++) {
+    if (all[i].stored_node < 0 || all[i].stored_epoch == newest)
+      continue;
+    size_t used = strlen(stale);
+    snprintf(stale + used, sizeof(stale) - used, "%s%s", used ? " " : "",
+             all[i].host);
+    old = all[i].stored_epoch;
+  }
+  if (!stale[0])
+    return FT_OK;
+  return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                  "job '%s': the store on %s is from layout epoch %llu, the "
+                  "other nodes' from epoch %llu: a host given up after a "
+                  "failure, whose node was rebuilt elsewhere (stale). Run "
+                  "ft-restore on these nodes (ft-launch --restarts does): it "
+                  "rebuilds that node from the others; or launch on the "
+                  "hosts of the newest layout",
+                  s->c->cfg.job, stale, (unsigned long long)old,
+                  (unsigned long long)newest);
+}
+
 static int check_stored(smp_t *s, node_id_t *all) {
+  int rc = check_epochs(s, all);
+  if (rc)
+    return rc;
   int with = 0;
   unsigned char *seen = calloc((size_t)s->nnodes, 1);
   if (!seen)
     return FT_ENOMEM;
-  int rc = FT_OK;
   for (int i = 0; i < s->nnodes; i++) {
     if (all[i].stored_node < 0)
       continue;
@@ -153,6 +186,7 @@ static int order_nodes(smp_t *s, const char ***domains_out) {
   MPI_Comm_rank(c->smp_comm, &mine.rank);
   mine.stored_node = s->meta ? (int)s->meta->node : -1;
   mine.stored_nnodes = s->meta ? (int)s->meta->nnodes : 0;
+  mine.stored_epoch = s->meta ? s->meta->epoch : 0;
   int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
   if (rc == FT_OK)
     rc = check_stored(s, all);
@@ -205,6 +239,25 @@ static int form_groups(smp_t *s) {
   return FT_OK;
 }
 
+/* FT_FRESH=1: the user asked to start over.  Every slot is emptied before
+ * anything can restore from it (an old version must never outrank the new
+ * job's), and the stored layout and adopted stores are not read. */
+static int start_over(smp_t *s) {
+  uint64_t dropped = 0;
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    if (!s->slot[i].map)
+      continue;
+    if (ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED &&
+        s->slot[i].hdr->version > dropped)
+      dropped = s->slot[i].hdr->version;
+    ft__slot_set_state(&s->slot[i], FT_SLOT_EMPTY);
+  }
+  if (dropped)
+    FT_LOGW(&s->c->log, "FT_FRESH=1: starting over; version %llu of job '%s' "
+            "is discarded", (unsigned long long)dropped, s->c->cfg.job);
+  return ft__store_remove_adopted(s->c->dir, s->msg, sizeof(s->msg));
+}
+
 static int open_store(smp_t *s) {
   ft_ctx_t *c = s->c;
   int rc = ft__store_mkdir(c->dir, s->msg, sizeof(s->msg));
@@ -229,6 +282,8 @@ static int open_store(smp_t *s) {
   }
   if (rc)
     return rc;
+  if (c->cfg.fresh)
+    return start_over(s);
   s->meta = calloc(1, sizeof(*s->meta));
   if (!s->meta)
     return FT_ENOMEM;
@@ -265,6 +320,43 @@ static void held_versions(smp_t *s, uint64_t v[FT_NSLOTS]) {
                : 0;
 }
 
+/* The newest committed version this node holds, 0 for none. */
+static uint64_t newest_committed(const smp_t *s) {
+  uint64_t v = 0;
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (s->slot[i].map &&
+        ft__slot_state(&s->slot[i]) == FT_SLOT_COMMITTED &&
+        s->slot[i].hdr->version > v)
+      v = s->slot[i].hdr->version;
+  return v;
+}
+
+/* No version common to every node, yet one of them holds a committed one:
+ * starting over would silently throw committed state away.  Refused, with
+ * the versions each node holds; FT_FRESH=1 (which empties the slots at
+ * start) is the explicit way to start over. */
+static int refuse_fresh(smp_t *s, const uint64_t *all) {
+  uint64_t committed = 0;
+  int rc = min_u64(s, ~newest_committed(s), &committed, "restore agreement");
+  committed = ~committed;
+  if (rc || !committed)
+    return rc;
+  char found[384] = "";
+  for (int n = 0; n < s->nnodes; n++) {
+    const uint64_t *v = all + (size_t)s->order[n] * FT_NSLOTS;
+    size_t used = strlen(found);
+    snprintf(found + used, sizeof(found) - used, "%s%s: %llu/%llu",
+             n ? ", " : "", s->hosts[n], (unsigned long long)v[0],
+             (unsigned long long)v[1]);
+  }
+  return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                  "job '%s': version %llu was committed, but no version is "
+                  "held whole by every node (versions per host, 0 = none: "
+                  "%s). Run ft-restore on these nodes, or launch with "
+                  "--fresh (FT_FRESH=1) to start over and discard it",
+                  s->c->cfg.job, (unsigned long long)committed, found);
+}
+
 static int agree_restore(smp_t *s) {
   uint64_t mine[FT_NSLOTS];
   held_versions(s, mine);
@@ -273,6 +365,8 @@ static int agree_restore(smp_t *s) {
     return FT_ENOMEM;
   int rc = allgather(s, mine, all, sizeof(mine), "restore agreement");
   uint64_t best = rc == FT_OK ? ft__newest_common(all, s->nnodes, NULL) : 0;
+  if (rc == FT_OK && !best)
+    rc = refuse_fresh(s, all);
   free(all);
   s->committed = best;
   for (int i = 0; rc == FT_OK && best && i < FT_NSLOTS; i++) {
@@ -606,30 +700,13 @@ static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
 
 /* The first version committed in the new layout replaces the re-sliced
  * restore point: drop the mark and the adopted stores of lost nodes. */
-static void remove_adopted(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  char sub[FT_PATH_MAX + 300], path[FT_PATH_MAX + 600];
-  while (d && (e = readdir(d))) {
-    if (strncmp(e->d_name, "adopt", 5) != 0)
-      continue;
-    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-    static const char *const files[] = {"slot0", "slot1", "meta"};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-      snprintf(path, sizeof(path), "%s/%s", sub, files[i]);
-      unlink(path);
-    }
-    rmdir(sub);
-  }
-  if (d)
-    closedir(d);
-}
-
 static int end_reslice(smp_t *s) {
   s->ctl->restore_reslice = 0;
   int rc = write_meta(s, FT_OK);
-  if (rc == FT_OK)
-    remove_adopted(s->c->dir);
+  char msg[512];
+  if (rc == FT_OK &&
+      ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
+    FT_LOGW(&s->c->log, "%s (the re-slice mark is dropped: never read)", msg);
   return rc;
 }
 

@@ -15,6 +15,7 @@
  */
 #include "snapshot/store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -722,6 +723,34 @@ int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
     }
     nanosleep(&nap, NULL);
   }
+}
+
+int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
+  static const char *const files[] = {"slot0", "slot1", "meta"};
+  DIR *d = opendir(dir);
+  if (!d)
+    return errno == ENOENT ? FT_OK
+                           : ft__msgf(ft__from_errno(errno), msg, msglen,
+                                      "%s: opendir: %s", dir, strerror(errno));
+  int rc = FT_OK;
+  struct dirent *e;
+  char sub[FT_PATH_MAX + 300], path[FT_PATH_MAX + 320];
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "adopt", 5) != 0)
+      continue;
+    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+      snprintf(path, sizeof(path), "%s/%s", sub, files[i]);
+      if (unlink(path) != 0 && errno != ENOENT && rc == FT_OK)
+        rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
+                      path, strerror(errno));
+    }
+    if (rmdir(sub) != 0 && rc == FT_OK)
+      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s", sub,
+                    strerror(errno));
+  }
+  closedir(d);
+  return rc;
 }
 
 int ft__store_dir(const char *root, const char *job, int vnode, char *out,

@@ -216,6 +216,11 @@ int ft__write_all(int fd, const uint8_t *p, size_t n);
 int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
                    size_t msglen);
 
+/* Remove every adopt<N>/ store under dir (what ft-restore --mode shrink
+ * left for a re-slice).  The first failure, with msg (may be NULL); what
+ * could be removed is removed. */
+int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen);
+
 /* mkdir -p of dir (mode 0700). */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
 /* The store directory of job under root (FT_STORE_ROOT): root/job, or

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Committed state is never thrown away without being asked (issue 14.3), on
+# 3 virtual nodes of one host (2+1).  A finished job's store: one node's two
+# slots marked EMPTY (the state word zeroed, as a lost or cleared store
+# would look), the others still holding the committed versions.  A
+# relaunch must not start fresh: it is refused with a message naming the
+# job, the committed version and what each host holds, and the stores are
+# unchanged.  FT_FRESH=1 (ft-launch --fresh) starts over explicitly, and
+# a later relaunch of that job resumes normally.
+. "$(dirname "$0")/lib.sh"
+export FT_VIRTUAL_NODE_RANKS=2
+ARGS="--steps 8 --snapshot-every 2 --state-mb 1"
+stores() { md5sum "$FT_STORE_ROOT"/vnode*/"$FT_JOB"/slot* "$FT_STORE_ROOT"/vnode*/"$FT_JOB"/meta; }
+
+FT_JOB=ref train ref 6 $ARGS || { log_of ref | tail; fail "fault-free run failed"; }
+REF=$(digest_of ref)
+
+export FT_JOB=lost-slots
+train first 6 $ARGS || { log_of first | tail; fail "first run failed"; }
+# The slot header's state word is at offset 12 (after magic and format).
+for s in 0 1; do
+  printf '\0\0\0\0' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot$s" bs=1 seek=12 conv=notrunc status=none
+done
+before=$(stores)
+train again 6 $ARGS && { log_of again | tail; fail "a relaunch over committed state no node set holds whole exited 0"; }
+grep -q '^fresh start' "$LOGDIR/again" && fail "the relaunch started fresh over committed state"
+grep -q "job 'lost-slots': version [0-9]* was committed, but no version is held whole by every node" "$LOGDIR/again" ||
+  { log_of again | tail; fail "no clear refusal message"; }
+grep -q -- "--fresh (FT_FRESH=1)" "$LOGDIR/again" || fail "the refusal does not say how to start over"
+[ "$before" = "$(stores)" ] || fail "the refused relaunch changed the stores"
+note "refused: $(grep -m1 -o "version [0-9]* was committed[^(]*" "$LOGDIR/again")"
+
+FT_FRESH=1 train fresh 6 $ARGS || { log_of fresh | tail; fail "FT_FRESH=1 run failed"; }
+grep -q '^fresh start' "$LOGDIR/fresh" || fail "FT_FRESH=1 did not start fresh"
+grep -q "FT_FRESH=1: starting over; version [0-9]* of job 'lost-slots' is discarded" "$LOGDIR/fresh" ||
+  { log_of fresh | tail; fail "FT_FRESH=1 does not say what it discards"; }
+expect_digest fresh "$REF" "FT_FRESH=1 started over"
+train after 6 $ARGS || { log_of after | tail; fail "relaunch after the fresh run failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/after" || { log_of after | head; fail "expected resume from step 8"; }
+expect_digest after "$REF" "relaunch after FT_FRESH=1"
+echo "PASS: no silent fresh start"
