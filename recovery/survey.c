@@ -156,9 +156,15 @@ static int share_hosts(ft__restore_t *r) {
              : FT_EMPI;
 }
 
+/* The version slot i of n holds whole, 0 for none (store.h). */
+static uint64_t held_in(const ft__rnode_t *n, int i) {
+  return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
+}
+
+/* The first slot of n that holds version v (> 0) whole, -1 for none. */
 static int holds(const ft__rnode_t *n, uint64_t v) {
   for (int i = 0; i < FT_NSLOTS; i++)
-    if (n->slot_ok[i] && n->version[i] == v && n->state[i] >= FT_SLOT_ENCODED)
+    if (held_in(n, i) == v)
       return i;
   return -1;
 }
@@ -173,9 +179,7 @@ static int pick_version(ft__restore_t *r) {
   for (int i = 0; i < r->size; i++) {
     spare[i] = !r->all[i].has_meta;
     for (int s = 0; s < FT_NSLOTS; s++)
-      held[i * FT_NSLOTS + s] =
-          holds(&r->all[i], r->all[i].version[s]) == s ? r->all[i].version[s]
-                                                       : 0;
+      held[i * FT_NSLOTS + s] = held_in(&r->all[i], s);
   }
   r->version = ft__newest_common(held, r->size, spare);
   free(held), free(spare);
