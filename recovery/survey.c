@@ -62,14 +62,17 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
 }
 
 /* Every stored metadata must describe the same job layout. */
-static int holds(const ft__rnode_t *n, uint64_t v);
+/* The version slot i of n holds whole, 0 for none (store.h). */
+static uint64_t held_in(const ft__rnode_t *n, int i) {
+  return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
+}
 
-/* Versions node i holds whole, for ft__newest_common. */
-static void held_of(const ft__restore_t *r, int i, uint64_t *held) {
-  for (int s = 0; s < FT_NSLOTS; s++)
-    held[s] = holds(&r->all[i], r->all[i].version[s]) == s
-                  ? r->all[i].version[s]
-                  : 0;
+/* The first slot of n that holds version v (> 0) whole, -1 for none. */
+static int holds(const ft__rnode_t *n, uint64_t v) {
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (held_in(n, i) == v)
+      return i;
+  return -1;
 }
 
 /* Is node i's store of an older layout epoch than newest, yet a member of
@@ -109,7 +112,8 @@ static int demote_stale(ft__restore_t *r) {
     return FT_ENOMEM;
   }
   for (int i = 0; i < r->size; i++) {
-    held_of(r, i, held + (size_t)i * FT_NSLOTS);
+    for (int s = 0; s < FT_NSLOTS; s++)
+      held[(size_t)i * FT_NSLOTS + s] = held_in(&r->all[i], s);
     ignore[i] = !r->all[i].has_meta || r->all[i].epoch != newest;
   }
   uint64_t v = ft__newest_common(held, r->size, ignore);
@@ -223,13 +227,6 @@ static int share_hosts(ft__restore_t *r) {
              : FT_EMPI;
 }
 
-static int holds(const ft__rnode_t *n, uint64_t v) {
-  for (int i = 0; i < FT_NSLOTS; i++)
-    if (n->slot_ok[i] && n->version[i] == v && n->state[i] >= FT_SLOT_ENCODED)
-      return i;
-  return -1;
-}
-
 static int pick_version(ft__restore_t *r) {
   uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
   unsigned char *spare = calloc((size_t)r->size, 1);
@@ -239,7 +236,8 @@ static int pick_version(ft__restore_t *r) {
   }
   for (int i = 0; i < r->size; i++) {
     spare[i] = !r->all[i].has_meta;
-    held_of(r, i, held + (size_t)i * FT_NSLOTS);
+    for (int s = 0; s < FT_NSLOTS; s++)
+      held[i * FT_NSLOTS + s] = held_in(&r->all[i], s);
   }
   r->version = ft__newest_common(held, r->size, spare);
   free(held), free(spare);

@@ -312,14 +312,6 @@ static int check_relaunch(smp_t *s) {
   return FT_OK;
 }
 
-/* Versions this node holds whole (>= ENCODED), newest first, 0 = none. */
-static void held_versions(smp_t *s, uint64_t v[FT_NSLOTS]) {
-  for (int i = 0; i < FT_NSLOTS; i++)
-    v[i] = s->slot[i].map && ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED
-               ? s->slot[i].hdr->version
-               : 0;
-}
-
 /* The newest committed version this node holds, 0 for none. */
 static uint64_t newest_committed(const smp_t *s) {
   uint64_t v = 0;
@@ -358,8 +350,8 @@ static int refuse_fresh(smp_t *s, const uint64_t *all) {
 }
 
 static int agree_restore(smp_t *s) {
-  uint64_t mine[FT_NSLOTS];
-  held_versions(s, mine);
+  uint64_t mine[FT_NSLOTS]; /* by slot: the version it holds whole, or 0 */
+  ft__slots_held(s->slot, mine);
   uint64_t *all = calloc((size_t)s->nnodes * FT_NSLOTS, sizeof(uint64_t));
   if (!all)
     return FT_ENOMEM;

@@ -319,6 +319,18 @@ int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
                          msglen);
 }
 
+uint64_t ft__slot_held(int open, uint32_t state, uint64_t version) {
+  return open && state >= FT_SLOT_ENCODED ? version : 0;
+}
+
+void ft__slots_held(const ft__slot_t sl[FT_NSLOTS], uint64_t held[FT_NSLOTS]) {
+  /* The state is read only from a mapped header. */
+  for (int i = 0; i < FT_NSLOTS; i++)
+    held[i] = sl[i].map
+                  ? ft__slot_held(1, ft__slot_state(&sl[i]), sl[i].hdr->version)
+                  : 0;
+}
+
 static int node_holds(const uint64_t *row, uint64_t v) {
   for (int i = 0; i < FT_NSLOTS; i++)
     if (row[i] == v)

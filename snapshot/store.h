@@ -126,11 +126,27 @@ int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
 int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
                           char *msg, size_t msglen);
 
-/* The restore rule of docs/design.md section 7: the newest version that
- * every counted node holds whole (at least ENCODED: all nodes encoded it, so
- * it is committed even if the commit notice was lost).  held[node * FT_NSLOTS
- * + i]: the versions node holds whole, 0 for none; ignore (NULL or one
- * flag per node) leaves nodes out, such as spares.  0 when there is none. */
+/* The version one slot holds whole, as the restore rule counts it: the
+ * slot opened and validated (open != 0) and its state ENCODED or later --
+ * every local trainer wrote it, its CRCs are sealed and this node's parity
+ * is written, so it counts for the restore rule whether or not the commit
+ * notice came.  0 for a slot that holds none: not open, EMPTY, FILLING or
+ * LOCAL, or version 0.  Pure: the caller reads state (ft__slot_state) and
+ * version from the header, or from a survey of them; neither is looked at
+ * when open is 0. */
+uint64_t ft__slot_held(int open, uint32_t state, uint64_t version);
+/* held[i] = ft__slot_held of sl[i], a slot being open when it is mapped
+ * (map != NULL; ft__slot_open leaves a slot it refuses unmapped): this
+ * node's row of ft__newest_common's held. */
+void ft__slots_held(const ft__slot_t sl[FT_NSLOTS], uint64_t held[FT_NSLOTS]);
+
+/* The restore rule of docs/design.md section 7: the newest version that every
+ * counted node holds whole (at least ENCODED: all nodes encoded it, so it
+ * is committed even if the commit notice was lost).  held[node * FT_NSLOTS
+ * + i]: the versions node holds whole (ft__slot_held), 0 for none, in any
+ * slot order; ignore (NULL or one flag per node) leaves nodes out, such as
+ * spares.  0 when there is none, when nnodes is 0 or every node is left
+ * out.  Only version numbers are compared (not epochs or steps). */
 uint64_t ft__newest_common(const uint64_t *held, int nnodes,
                            const unsigned char *ignore);
 
