@@ -265,7 +265,9 @@ static double global_loss(const trainer_t *t, double local) {
 
 /* One training step s; the state becomes "after step s". */
 static int train_step(trainer_t *t, uint64_t s) {
-  rng_t dropout = t->rng; /* registered state stays as captured */
+  /* The registered generator stays as captured until ft_fence, unless
+   * --rng-in-place: RNG buffers are captured inside ft_snapshot. */
+  rng_t dropout = t->rng, *gen = t->opt.rng_in_place ? &t->rng : &dropout;
   float scale = 1.0f / ((float)t->opt.batch * (float)t->be.size);
   double local;
   int rc;
@@ -273,13 +275,13 @@ static int train_step(trainer_t *t, uint64_t s) {
              t->labels);
   memset(t->grad, 0, t->shape.n_params * sizeof(float));
   local = mlp_train_batch(&t->shape, t->params, t->grad, &t->work, t->x,
-                          t->labels, &dropout, (float)t->opt.dropout, scale);
+                          t->labels, gen, (float)t->opt.dropout, scale);
   adam_reduce_grad(&t->adam, t->grad);
   t->loss = global_loss(t, local);
   rc = agree(t->be.comm, backend_fence(&t->be));
   if (rc != FT_OK)
     return rc;
-  t->rng = dropout;
+  t->rng = *gen;
   adam_update(&t->adam, t->params, s);
   adam_allgather(&t->adam, t->params);
   t->step = s;

@@ -14,7 +14,8 @@
 static const char usage_text[] =
     "Usage: ft-train-example --steps N --state-mb M [--snapshot-every K]\n"
     "                        [--seed S] [--hidden H] [--batch B] [--lr X]\n"
-    "                        [--dropout P] [--no-ftrt] [--help]\n"
+    "                        [--dropout P] [--rng-in-place] [--no-ftrt]\n"
+    "                        [--help]\n"
     "\n"
     "Data-parallel training of an MLP (32 -> H -> H -> 10, tanh, dropout,\n"
     "softmax cross-entropy) on synthetic data from a fixed teacher network,\n"
@@ -37,6 +38,11 @@ static const char usage_text[] =
     "  --lr X              Adam learning rate (default 0.001)\n"
     "  --dropout P         dropout rate of both hidden layers, 0 <= P <= 0.9\n"
     "                      (default 0.1)\n"
+    "  --rng-in-place      advance the registered dropout generator during\n"
+    "                      the step, before ft_fence, as a training script\n"
+    "                      does with its framework's generator (RNG and\n"
+    "                      OTHER buffers are captured before ft_snapshot\n"
+    "                      returns, even in lazy mode); same results\n"
     "  --no-ftrt           plain MPI: no ftrt, no registration, no snapshots\n"
     "  --help              this text\n"
     "\n"
@@ -52,6 +58,7 @@ enum {
   OPT_LR,
   OPT_DROPOUT,
   OPT_NOFTRT,
+  OPT_RNG_IN_PLACE,
   OPT_HELP
 };
 
@@ -65,6 +72,7 @@ static const struct option longopts[] = {
     {"lr", required_argument, NULL, OPT_LR},
     {"dropout", required_argument, NULL, OPT_DROPOUT},
     {"no-ftrt", no_argument, NULL, OPT_NOFTRT},
+    {"rng-in-place", no_argument, NULL, OPT_RNG_IN_PLACE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -143,6 +151,9 @@ static int set_option(options_t *o, int opt, const char *arg, const char **what,
     return parse_double(arg, 0.0, 0.9, 0, &o->dropout);
   case OPT_NOFTRT:
     o->use_ftrt = 0;
+    return 0;
+  case OPT_RNG_IN_PLACE:
+    o->rng_in_place = 1;
     return 0;
   }
   *what = "unhandled option";

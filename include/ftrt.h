@@ -123,15 +123,20 @@ FT_EXTERN int ft_register(ft_ctx_t *ctx, const char *name, void *ptr,
 /*
  * Start a snapshot of every registered buffer, labelled with a training step.
  * Collective over app_comm.  In sync mode (FT_CAPTURE=sync) the copy has ended
- * when it returns; in lazy mode it may return before, and the caller must call
- * ft_fence() before modifying a registered buffer.  The snapshot is protected
+ * when it returns.  In lazy mode (FT_CAPTURE=lazy) buffers of kind RNG and
+ * OTHER (generators, counters, small state the next step changes at once)
+ * are copied before it returns and may be modified right away; PARAM and
+ * OPTIM buffers may still be being copied, and the caller must call
+ * ft_fence() before modifying one.  The snapshot is protected
  * once ft_wait_committed() reports its version.  With FT_SNAPSHOT_POLICY=skip
  * a snapshot requested while the previous one is still being protected is
  * skipped by every rank and FT_EBUSY is returned; nothing is corrupted.
  */
 FT_EXTERN int ft_snapshot(ft_ctx_t *ctx, uint64_t step);
 
-/* Return once every registered buffer may be modified again. */
+/* Return once every registered buffer may be modified again, with how the
+ * last lazy capture ended (FT_OK, or why the copy failed: that version is
+ * then never committed). */
 FT_EXTERN int ft_fence(ft_ctx_t *ctx);
 
 /*

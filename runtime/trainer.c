@@ -6,8 +6,10 @@
  * that it maps (one copy, no staging), then tells the SMP through the control
  * segment.  Version V always goes to slot V % 2, and the SMP prepares that
  * slot only once V-1 is committed, so the slot holding the latest committed
- * version is never written.  In lazy mode the copy runs on a helper thread and
- * ft_fence joins it; in sync mode it runs inside ft_snapshot.
+ * version is never written.  In sync mode the copy runs inside ft_snapshot.
+ * In lazy mode the RNG and OTHER buffers (small, and changed by the very
+ * next step) are copied inside ft_snapshot too, the rest on a helper thread
+ * that ft_fence joins.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -203,12 +205,24 @@ static int pin_slot(ft_ctx_t *c, int i) {
   return rc;
 }
 
-static int copy_out(ft_ctx_t *c) {
+/* Which buffers a pass copies.  Lazy mode copies the small state the next
+ * step changes at once (RNG and OTHER kinds: generators, counters) inside
+ * ft_snapshot, and only the rest on the copier thread (ftrt.h). */
+enum { COPY_ALL, COPY_EAGER, COPY_LAZY };
+
+static int in_pass(const ft__reg_t *r, int pass) {
+  int eager = r->opts.kind == FT_KIND_RNG || r->opts.kind == FT_KIND_OTHER;
+  return pass == COPY_ALL || eager == (pass == COPY_EAGER);
+}
+
+static int copy_out(ft_ctx_t *c, int pass) {
   ft__slot_t *s = &c->slot[c->copy_slot];
   uint8_t *region = s->map + s->hdr->rank_off[c->local_idx];
   int rc = FT_OK;
   for (int i = 0; i < c->nregs && rc == FT_OK; i++) {
     ft__reg_t *r = &c->regs[i];
+    if (!in_pass(r, pass))
+      continue;
     if (i == c->nregs / 2) {
       ft__hold_at(c->ctl, c->hold_gen, FT_HOLD_SNAPSHOT, me(c)->step);
       FT_FAULT_POINT(c, "copy");
@@ -236,7 +250,7 @@ static void *copier(void *arg) {
   /* The SMP's core is idle while trainers copy; the trainer's is not. */
   if (c->ctl->smp_cpus[0])
     ft__topo_thread_to(c->ctl->smp_cpus);
-  c->copy_status = copy_out(c);
+  c->copy_status = copy_out(c, COPY_LAZY);
   copy_done(c, c->copy_status);
   return NULL;
 }
@@ -283,7 +297,7 @@ static int run_copy(ft_ctx_t *c) {
   if (c->local_idx == 0)
     ft__store32(&c->ctl->phase, FT_PHASE_SNAPSHOT);
   if (c->cfg.capture == FT_CAPTURE_SYNC) {
-    int rc = ft__agree(c->app_comm, copy_out(c));
+    int rc = ft__agree(c->app_comm, copy_out(c, COPY_ALL));
     if (rc)
       return rc; /* nobody announced it: every rank retries this version */
     c->version++;
@@ -293,7 +307,11 @@ static int run_copy(ft_ctx_t *c) {
     return FT_OK;
   }
   c->version++;
-  c->copy_status = FT_OK;
+  /* A failed eager copy is reported by ft_fence, as a lazy one would be. */
+  if ((c->copy_status = copy_out(c, COPY_EAGER)) != FT_OK) {
+    copy_done(c, c->copy_status);
+    return FT_OK;
+  }
   if (pthread_create(&c->copier, NULL, copier, c) == 0)
     c->copying = 1;
   else /* no thread: copy here rather than fail a version others started */
@@ -352,11 +370,15 @@ int ft_snapshot(ft_ctx_t *c, uint64_t step) {
 int ft_fence(ft_ctx_t *c) {
   if (!c)
     return FT_EINVAL;
-  if (!c->copying)
-    return FT_OK;
-  pthread_join(c->copier, NULL);
-  c->copying = 0;
-  return c->copy_status;
+  if (c->copying) {
+    pthread_join(c->copier, NULL);
+    c->copying = 0;
+  }
+  /* How the last lazy capture ended (eager part, thread, or the inline
+   * fallback), reported once. */
+  int rc = c->copy_status;
+  c->copy_status = FT_OK;
+  return rc;
 }
 
 static int is_committed(ft_ctx_t *c) {
