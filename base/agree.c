@@ -17,7 +17,7 @@ int ft__agree(MPI_Comm comm, int status) {
 
 int ft__agree_msg(MPI_Comm comm, int status, char *msg, size_t msglen) {
   int agreed = ft__agree(comm, status);
-  if (agreed == FT_OK || msglen > INT_MAX)
+  if (agreed == FT_OK || !msg || msglen == 0 || msglen > INT_MAX)
     return agreed;
   int rank, first;
   MPI_Comm_rank(comm, &rank);

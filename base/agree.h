@@ -14,8 +14,9 @@
 int ft__agree(MPI_Comm comm, int status);
 
 /* ft__agree, and when the result is a failure every rank's msg (msglen
- * bytes, the same on every rank, not NULL) becomes the message of the
- * lowest rank that failed with a non-empty one; left as is when none did. */
+ * bytes, the same on every rank) becomes the message of the lowest rank that
+ * failed with a non-empty one; left as is when none did.  msg may be NULL
+ * (or msglen 0) only when it is on every rank: then this is ft__agree. */
 int ft__agree_msg(MPI_Comm comm, int status, char *msg, size_t msglen);
 
 #endif

@@ -54,12 +54,17 @@ int ft__from_errno(int err) {
   }
 }
 
-int ft__msgf(int status, char *msg, size_t msglen, const char *fmt, ...) {
-  if (msg && msglen) {
-    va_list ap;
-    va_start(ap, fmt);
+int ft__vmsgf(int status, char *msg, size_t msglen, const char *fmt,
+              va_list ap) {
+  if (msg && msglen)
     vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-  }
+  return status;
+}
+
+int ft__msgf(int status, char *msg, size_t msglen, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ft__vmsgf(status, msg, msglen, fmt, ap);
+  va_end(ap);
   return status;
 }

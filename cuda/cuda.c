@@ -19,13 +19,12 @@
  */
 #include "cuda/cuda.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
+#include "base/error.h"
 #include "ftrt.h"
 
 struct ft__cuda {
@@ -62,30 +61,18 @@ static int status_of(cudaError_t e) {
   }
 }
 
-static void put(char *msg, size_t msglen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void put(char *msg, size_t msglen, const char *fmt, ...) {
-  if (!msg || msglen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, msglen, fmt, ap);
-  va_end(ap);
-}
-
 /* Record a failed CUDA call on c and return its status. */
-static int fail(ft__cuda_t *c, cudaError_t e, const char *what) {
-  put(c->err, sizeof c->err, "%s: %s: %s", what, cudaGetErrorName(e),
-      cudaGetErrorString(e));
+static int record_cuda_error(ft__cuda_t *c, cudaError_t e, const char *what) {
+  int st = ft__msgf(status_of(e), c->err, sizeof c->err, "%s: %s: %s", what,
+                    cudaGetErrorName(e), cudaGetErrorString(e));
   (void)cudaGetLastError();
-  return status_of(e);
+  return st;
 }
 
 /* A failure of ours, not CUDA's. */
 static int refuse(ft__cuda_t *c, const char *what, const void *ptr) {
-  put(c->err, sizeof c->err, "%s %p is not CUDA device memory", what, ptr);
-  return FT_EINVAL;
+  return ft__msgf(FT_EINVAL, c->err, sizeof c->err,
+                  "%s %p is not CUDA device memory", what, ptr);
 }
 
 /* Keep the first failure of a batch of queued copies for ft__cuda_wait. */
@@ -116,20 +103,18 @@ static int find_device(char *msg, size_t msglen) {
     e = cudaErrorNoDevice;
   if (e == cudaSuccess)
     return FT_OK;
-  put(msg, msglen, "no CUDA device: %s: %s", cudaGetErrorName(e),
-      cudaGetErrorString(e));
+  ft__msgf(FT_ENOTSUP, msg, msglen, "no CUDA device: %s: %s",
+           cudaGetErrorName(e), cudaGetErrorString(e));
   (void)cudaGetLastError();
   return FT_ENOTSUP;
 }
 
 int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   *out = NULL;
-  put(msg, msglen, "%s", "");
+  ft__msgf(FT_OK, msg, msglen, "%s", "");
   ft__cuda_t *c = calloc(1, sizeof *c);
-  if (!c) {
-    put(msg, msglen, "out of memory for the CUDA state");
-    return FT_ENOMEM;
-  }
+  if (!c)
+    return ft__msgf(FT_ENOMEM, msg, msglen, "out of memory for the CUDA state");
   int st = find_device(msg, msglen);
   if (st != FT_OK) {
     free(c);
@@ -137,15 +122,15 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   }
   cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
-    st = fail(c, e, "cudaStreamCreateWithFlags");
-    put(msg, msglen, "%s", c->err);
+    st = record_cuda_error(c, e, "cudaStreamCreateWithFlags");
+    ft__msgf(st, msg, msglen, "%s", c->err);
     free(c);
     return st;
   }
   e = cudaEventCreateWithFlags(&c->ordered, cudaEventDisableTiming);
   if (e != cudaSuccess) {
-    st = fail(c, e, "cudaEventCreateWithFlags");
-    put(msg, msglen, "%s", c->err);
+    st = record_cuda_error(c, e, "cudaEventCreateWithFlags");
+    ft__msgf(st, msg, msglen, "%s", c->err);
     (void)cudaStreamDestroy(c->stream);
     free(c);
     return st;
@@ -168,38 +153,37 @@ void ft__cuda_destroy(ft__cuda_t *c) {
 int ft__cuda_register_host(ft__cuda_t *c, void *ptr, size_t len) {
   if (!c)
     return FT_EINVAL;
-  if (!ptr || len == 0) {
-    put(c->err, sizeof c->err, "cannot pin an empty host range");
-    return FT_EINVAL;
-  }
+  if (!ptr || len == 0)
+    return ft__msgf(FT_EINVAL, c->err, sizeof c->err,
+                    "cannot pin an empty host range");
   /* Portable: pinned for every device's context, not only the current. */
   cudaError_t e = cudaHostRegister(ptr, len, cudaHostRegisterPortable);
-  return e == cudaSuccess ? FT_OK : fail(c, e, "cudaHostRegister");
+  return e == cudaSuccess ? FT_OK : record_cuda_error(c, e, "cudaHostRegister");
 }
 
 int ft__cuda_unregister_host(ft__cuda_t *c, void *ptr) {
   if (!c)
     return FT_EINVAL;
   cudaError_t e = cudaHostUnregister(ptr);
-  return e == cudaSuccess ? FT_OK : fail(c, e, "cudaHostUnregister");
+  return e == cudaSuccess ? FT_OK
+                          : record_cuda_error(c, e, "cudaHostUnregister");
 }
 
 static int queue_d2h(ft__cuda_t *c, void *dst, const void *src, size_t len,
                      cudaStream_t user) {
-  if (!dst || !src) {
-    put(c->err, sizeof c->err, "NULL buffer for a %zu-byte copy", len);
-    return FT_EINVAL;
-  }
+  if (!dst || !src)
+    return ft__msgf(FT_EINVAL, c->err, sizeof c->err,
+                    "NULL buffer for a %zu-byte copy", len);
   if (!ft__cuda_is_device_ptr(src))
     return refuse(c, "source", src);
   cudaError_t e = cudaEventRecord(c->ordered, user);
   if (e != cudaSuccess)
-    return fail(c, e, "cudaEventRecord on the trainer's stream");
+    return record_cuda_error(c, e, "cudaEventRecord on the trainer's stream");
   e = cudaStreamWaitEvent(c->stream, c->ordered, 0);
   if (e != cudaSuccess)
-    return fail(c, e, "cudaStreamWaitEvent");
+    return record_cuda_error(c, e, "cudaStreamWaitEvent");
   e = cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToHost, c->stream);
-  return e == cudaSuccess ? FT_OK : fail(c, e, "cudaMemcpyAsync");
+  return e == cudaSuccess ? FT_OK : record_cuda_error(c, e, "cudaMemcpyAsync");
 }
 
 int ft__cuda_copy_d2h_async(ft__cuda_t *c, void *dst_host, const void *src_dev,
@@ -217,7 +201,7 @@ int ft__cuda_wait(ft__cuda_t *c) {
     return FT_EINVAL;
   cudaError_t e = cudaStreamSynchronize(c->stream);
   if (e != cudaSuccess)
-    keep_first(c, fail(c, e, "cudaStreamSynchronize"));
+    keep_first(c, record_cuda_error(c, e, "cudaStreamSynchronize"));
   int st = c->first;
   if (st != FT_OK)
     memcpy(c->err, c->first_err, sizeof c->err);
@@ -231,18 +215,18 @@ int ft__cuda_copy_h2d(ft__cuda_t *c, void *dst_dev, const void *src_host,
     return FT_EINVAL;
   if (len == 0)
     return FT_OK;
-  if (!dst_dev || !src_host) {
-    put(c->err, sizeof c->err, "NULL buffer for a %zu-byte copy", len);
-    return FT_EINVAL;
-  }
+  if (!dst_dev || !src_host)
+    return ft__msgf(FT_EINVAL, c->err, sizeof c->err,
+                    "NULL buffer for a %zu-byte copy", len);
   if (!ft__cuda_is_device_ptr(dst_dev))
     return refuse(c, "destination", dst_dev);
   cudaError_t e = cudaMemcpyAsync(dst_dev, src_host, len,
                                   cudaMemcpyHostToDevice, c->stream);
   if (e != cudaSuccess)
-    return fail(c, e, "cudaMemcpyAsync");
+    return record_cuda_error(c, e, "cudaMemcpyAsync");
   e = cudaStreamSynchronize(c->stream);
-  return e == cudaSuccess ? FT_OK : fail(c, e, "cudaStreamSynchronize");
+  return e == cudaSuccess ? FT_OK
+                          : record_cuda_error(c, e, "cudaStreamSynchronize");
 }
 
 const char *ft__cuda_last_error(const ft__cuda_t *c) { return c ? c->err : ""; }

@@ -27,8 +27,8 @@ typedef struct ft__cuda ft__cuda_t;
  * Create the state on the calling thread's current device.  FT_ENOTSUP when
  * ftrt was built without CUDA ("ftrt was built without CUDA") or when no
  * device can be used ("no CUDA device: ..."); another status when the CUDA
- * runtime fails otherwise.  On any failure *out is NULL and msg (when not
- * NULL) holds a one-line reason.
+ * runtime fails otherwise.  On any failure *out is NULL and msg holds a
+ * one-line reason; on success msg is "".  msg may be NULL.
  */
 int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen);
 

@@ -5,17 +5,14 @@
  */
 #include "cuda/cuda.h"
 
-#include <stdio.h>
-
+#include "base/error.h"
 #include "ftrt.h"
 
 #define FT__NO_CUDA "ftrt was built without CUDA"
 
 int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   *out = NULL;
-  if (msg && msglen > 0)
-    snprintf(msg, msglen, "%s", FT__NO_CUDA);
-  return FT_ENOTSUP;
+  return ft__msgf(FT_ENOTSUP, msg, msglen, "%s", FT__NO_CUDA);
 }
 
 void ft__cuda_destroy(ft__cuda_t *c) { (void)c; }

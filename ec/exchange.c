@@ -10,11 +10,11 @@
  */
 #include "ec/exchange.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base/error.h"
 #include "ec/codec.h"
 #include "ec/crc.h"
 #include "ftrt.h"
@@ -91,7 +91,8 @@ static int post(run_t *r, window_t *w, size_t q) {
   return FT_OK;
 }
 
-static void name_missing(run_t *r, window_t *w, char *msg, size_t msglen) {
+/* FT_ETIMEDOUT, with the first position that sent nothing in msg. */
+static int name_missing(run_t *r, window_t *w, char *msg, size_t msglen) {
   ft__exchange_t *x = r->x;
   for (int j = 0; j < x->m; j++)
     for (int d = 0; d < r->k; d++) {
@@ -101,15 +102,14 @@ static void name_missing(run_t *r, window_t *w, char *msg, size_t msglen) {
         MPI_Test(q, &flag, MPI_STATUS_IGNORE);
       if (!flag && *q != MPI_REQUEST_NULL) {
         int p = mod(mod(x->pos - j, x->n) + x->m + d, x->n);
-        snprintf(msg, msglen,
-                 "encode: no data from group position %d (node %d) after "
-                 "%.0f s (FT_TIMEOUT)",
-                 p, x->members[p], x->timeout_s);
-        return;
+        return ft__msgf(FT_ETIMEDOUT, msg, msglen,
+                        "encode: no data from group position %d (node %d) "
+                        "after %.0f s (FT_TIMEOUT)",
+                        p, x->members[p], x->timeout_s);
       }
     }
-  snprintf(msg, msglen, "encode: a send did not complete in %.0f s",
-           x->timeout_s);
+  return ft__msgf(FT_ETIMEDOUT, msg, msglen,
+                  "encode: a send did not complete in %.0f s", x->timeout_s);
 }
 
 /* Wait for every request of w without spinning a core. */
@@ -121,10 +121,8 @@ static int wait_window(run_t *r, window_t *w, char *msg, size_t msglen) {
       return FT_EMPI;
     if (done)
       break;
-    if (now() - start > r->x->timeout_s) {
-      name_missing(r, w, msg, msglen);
-      return FT_ETIMEDOUT;
-    }
+    if (now() - start > r->x->timeout_s)
+      return name_missing(r, w, msg, msglen);
     struct timespec ts = {0, (long)(nap * 1e9)};
     nanosleep(&ts, NULL);
     if (nap < 200e-6) /* short naps: a piece of 1 MiB lands in ~1 ms */

@@ -35,8 +35,9 @@ typedef struct ft__exchange {
   uint64_t bytes_sent, bytes_recv;
 } ft__exchange_t;
 
-/* FT_ETIMEDOUT (msg names the group positions that did not send), FT_EMPI,
- * FT_ENOMEM, FT_EINVAL. */
+/* FT_ETIMEDOUT (msg names the first group position that did not send),
+ * FT_EMPI, FT_ENOMEM, FT_EINVAL.  msg may be NULL; it is written only for
+ * FT_ETIMEDOUT. */
 int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen);
 
 #endif

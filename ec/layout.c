@@ -22,8 +22,6 @@
 
 #define MAX_GROUP 255 /* the codec's k + m limit */
 
-#define fail(msg, msglen, ...) ft__msgf(FT_ECONFIG, msg, msglen, __VA_ARGS__)
-
 /* ---- stripes ---------------------------------------------------------- */
 
 static int bad_code(int n, int m) { return n < 1 || m < 0 || m >= n; }
@@ -97,26 +95,29 @@ static void suggest(int nnodes, int k, int m, int *sk, int *sm) {
 static int check_code(int nnodes, int k, int m, char *msg, size_t msglen) {
   int sk, sm;
   if (nnodes < 1)
-    return fail(msg, msglen, "no nodes to form erasure-coding groups from");
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "no nodes to form erasure-coding groups from");
   suggest(nnodes, k, m, &sk, &sm);
   if (k < 1)
-    return fail(msg, msglen,
-                "k=%d: a group needs at least 1 data chunk (k >= 1), for "
-                "example k=%d m=%d",
-                k, sk, sm);
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "k=%d: a group needs at least 1 data chunk (k >= 1), for "
+                    "example k=%d m=%d",
+                    k, sk, sm);
   if (m < 0)
-    return fail(msg, msglen,
-                "m=%d: parity count must be 0 or more, for example k=%d m=%d",
-                m, sk, sm);
+    return ft__msgf(
+        FT_ECONFIG, msg, msglen,
+        "m=%d: parity count must be 0 or more, for example k=%d m=%d", m, sk,
+        sm);
   if (k + m > MAX_GROUP)
-    return fail(msg, msglen,
-                "k=%d m=%d: k+m=%d, must be at most %d, for example k=%d m=%d",
-                k, m, k + m, MAX_GROUP, sk, sm);
+    return ft__msgf(
+        FT_ECONFIG, msg, msglen,
+        "k=%d m=%d: k+m=%d, must be at most %d, for example k=%d m=%d", k, m,
+        k + m, MAX_GROUP, sk, sm);
   if (k + m > nnodes)
-    return fail(msg, msglen,
-                "k=%d m=%d needs at least %d nodes but there are %d: use "
-                "k+m <= %d, for example k=%d m=%d",
-                k, m, k + m, nnodes, nnodes, sk, sm);
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "k=%d m=%d needs at least %d nodes but there are %d: use "
+                    "k+m <= %d, for example k=%d m=%d",
+                    k, m, k + m, nnodes, nnodes, sk, sm);
   return FT_OK;
 }
 
@@ -133,14 +134,16 @@ static int check_width(int nnodes, int k, int m, char *msg, size_t msglen) {
   while (n > m + 1 && widest(nnodes, n) > MAX_GROUP)
     n--;
   if (widest(nnodes, n) > MAX_GROUP)
-    return fail(msg, msglen,
-                "k=%d m=%d over %d nodes: leftover nodes would make a group "
-                "of %d members, more than %d; lower m",
-                k, m, nnodes, w, MAX_GROUP);
-  return fail(msg, msglen,
-              "k=%d m=%d over %d nodes: leftover nodes would make a group of "
-              "%d members, more than %d; use k+m <= %d, for example k=%d m=%d",
-              k, m, nnodes, w, MAX_GROUP, n, n - m, m);
+    return ft__msgf(
+        FT_ECONFIG, msg, msglen,
+        "k=%d m=%d over %d nodes: leftover nodes would make a group "
+        "of %d members, more than %d; lower m",
+        k, m, nnodes, w, MAX_GROUP);
+  return ft__msgf(
+      FT_ECONFIG, msg, msglen,
+      "k=%d m=%d over %d nodes: leftover nodes would make a group of "
+      "%d members, more than %d; use k+m <= %d, for example k=%d m=%d",
+      k, m, nnodes, w, MAX_GROUP, n, n - m, m);
 }
 
 /* ---- groups: domains ------------------------------------------------ */
@@ -184,16 +187,18 @@ static int domain_fail(int nnodes, int k, int m, int groups, int count,
                        const char *dom, char *msg, size_t msglen) {
   int n = nnodes / count;
   if (n >= m + 1)
-    return fail(msg, msglen,
-                "failure domain '%s' has %d nodes but k=%d m=%d over %d nodes "
-                "makes %d groups, so one group would hold two of its nodes; "
-                "use k+m <= %d or spread nodes over more domains",
-                dom, count, k, m, nnodes, groups, n);
-  return fail(msg, msglen,
-              "failure domain '%s' has %d of %d nodes: with m=%d no grouping "
-              "keeps each group's members in distinct domains; spread nodes "
-              "over more domains",
-              dom, count, nnodes, m);
+    return ft__msgf(
+        FT_ECONFIG, msg, msglen,
+        "failure domain '%s' has %d nodes but k=%d m=%d over %d nodes "
+        "makes %d groups, so one group would hold two of its nodes; "
+        "use k+m <= %d or spread nodes over more domains",
+        dom, count, k, m, nnodes, groups, n);
+  return ft__msgf(
+      FT_ECONFIG, msg, msglen,
+      "failure domain '%s' has %d of %d nodes: with m=%d no grouping "
+      "keeps each group's members in distinct domains; spread nodes "
+      "over more domains",
+      dom, count, nnodes, m);
 }
 
 /* ---- groups: assembly ----------------------------------------------- */

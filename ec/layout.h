@@ -40,12 +40,12 @@ typedef struct ft__groups {
  * nodes, group 1 the next, and so on.  Either way a group's members are in
  * ascending node order, which is their position order.
  *
- * Errors, with one line in msg (may be NULL) saying what would work:
- * FT_ECONFIG for nnodes < 1, k < 1, m < 0, k+m > 255, k+m > nnodes, a group
- * that leftovers would push past 255 members, or domains that cannot be kept
- * apart; FT_EINVAL for out == NULL; FT_ENOMEM.  On success *out owns arrays
- * to free with ft__groups_free; on failure *out is zeroed (freeing it is a
- * no-op).
+ * Errors, with one line in msg saying what would work: FT_ECONFIG for
+ * nnodes < 1, k < 1, m < 0, k+m > 255, k+m > nnodes, a group that leftovers
+ * would push past 255 members, or domains that cannot be kept apart;
+ * FT_EINVAL for out == NULL (msg untouched); FT_ENOMEM (msg empty).  msg may
+ * be NULL.  On success *out owns arrays to free with ft__groups_free; on
+ * failure *out is zeroed (freeing it is a no-op).
  */
 int ft__groups_form(int nnodes, const char *const *domains, int k, int m,
                     ft__groups_t *out, char *msg, size_t msglen);

@@ -120,15 +120,17 @@ static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
   uint8_t *buf = NULL;
   size_t len = 0;
   int rc = FT_OK;
-  char msg[256];
+  char msg[256] = "";
   if (r->rank == from && from == spare) {
     rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
     if (rc)
       ft__rsay(r, rc, "%s", msg);
   } else if (r->rank == from) {
     rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
-    if (rc == FT_OK)
-      rc = ft__meta_encode(out, &buf, &len);
+    if (rc == FT_OK && (rc = ft__meta_encode(out, &buf, &len)))
+      ft__msgf(rc, msg, sizeof(msg),
+               "%s/group.meta: cannot encode the metadata of node %d", r->dir,
+               node);
     if (rc)
       ft__rsay(r, rc, "%s", msg);
     uint64_t l = rc == FT_OK ? len : 0;

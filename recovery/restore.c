@@ -6,14 +6,14 @@
 #include "recovery/restore.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 
 #include "base/agree.h"
+#include "base/error.h"
 
 int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+  ft__vmsgf(rc, r->msg, sizeof(r->msg), fmt, ap);
   va_end(ap);
   return rc;
 }

@@ -91,7 +91,8 @@ typedef struct ft__restore {
  * the node is lost or the chunk failed its CRC? */
 int ft__chunk_bad(const ft__restore_t *r, int node, int role);
 
-/* Write r->msg; returns rc. */
+/* ft__msgf into r->msg (ft__vmsgf): the restore's one message, which
+ * ft__ragree hands to every rank.  Returns rc. */
 int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -129,20 +129,16 @@ static void report(ft__restore_t *r, const tally_t *sum) {
 
 int ft__verify(ft__restore_t *r) {
   for (int g = 0; r->opts.verify_losses && g < r->ngroups; g++)
-    if (r->gsize[g] > 24) {
-      snprintf(r->msg, sizeof(r->msg),
-               "--verify-losses tries every loss set: group %d has %d nodes, "
-               "too many (at most 24); use --verify",
-               g, r->gsize[g]);
-      return FT_EINVAL;
-    }
+    if (r->gsize[g] > 24)
+      return ft__rsay(r, FT_EINVAL,
+                      "--verify-losses tries every loss set: group %d has %d "
+                      "nodes, too many (at most 24); use --verify",
+                      g, r->gsize[g]);
   for (int node = 0; node < r->nnodes; node++)
-    if (r->rank_of_node[node] < 0) {
-      snprintf(r->msg, sizeof(r->msg),
-               "--verify needs every node of the layout; %s is missing",
-               r->hosts[node]);
-      return FT_EINVAL;
-    }
+    if (r->rank_of_node[node] < 0)
+      return ft__rsay(r, FT_EINVAL,
+                      "--verify needs every node of the layout; %s is missing",
+                      r->hosts[node]);
   size_t piece = r->piece_bytes;
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)

@@ -20,8 +20,6 @@
 #define FT__DEFAULT_TIMEOUT_S 60.0
 #define FT__DEFAULT_PIECE (1u << 20)
 
-#define fail(msg, msglen, ...) ft__msgf(FT_ECONFIG, msg, msglen, __VA_ARGS__)
-
 void ft__config_defaults(ft__config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));
   snprintf(cfg->job, sizeof(cfg->job), "%s", "ftrt");
@@ -91,10 +89,11 @@ static int parse_int(const char *name, const char *v, long lo, long hi,
   errno = 0;
   long x = strtol(v, &end, 10);
   if (!*v || *end || errno)
-    return fail(msg, msglen, "%s=%s: not a whole number", name, v);
+    return ft__msgf(FT_ECONFIG, msg, msglen, "%s=%s: not a whole number", name,
+                    v);
   if (x < lo || x > hi)
-    return fail(msg, msglen, "%s=%s: must be between %ld and %ld", name, v, lo,
-                hi);
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "%s=%s: must be between %ld and %ld", name, v, lo, hi);
   *out = (int)x;
   return FT_OK;
 }
@@ -112,8 +111,8 @@ static int parse_word(const char *name, const char *v,
     snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed),
              "%s%s", i ? "|" : "", words[i]);
   }
-  return fail(msg, msglen, "%s=%s: unknown value, expected %s", name, v,
-              allowed);
+  return ft__msgf(FT_ECONFIG, msg, msglen, "%s=%s: unknown value, expected %s",
+                  name, v, allowed);
 }
 
 /* host=domain pairs separated by commas, no spaces, non-empty parts. */
@@ -156,59 +155,60 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   const char *v;
   if ((v = get("FT_JOB", arg))) {
     if (!ft__valid_job(v))
-      return fail(msg, msglen,
-                  "FT_JOB=%s: a job name is 1-63 characters of "
-                  "[A-Za-z0-9._-], not starting with '.'",
-                  v);
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_JOB=%s: a job name is 1-63 characters of "
+                      "[A-Za-z0-9._-], not starting with '.'",
+                      v);
     snprintf(cfg->job, sizeof(cfg->job), "%s", v);
   }
   if ((v = get("FT_STORE_ROOT", arg))) {
     if (v[0] != '/' || strlen(v) >= sizeof(cfg->store_root) - FT_JOB_MAX)
-      return fail(msg, msglen,
-                  "FT_STORE_ROOT=%s: must be an absolute path shorter than "
-                  "%zu characters",
-                  v, sizeof(cfg->store_root) - FT_JOB_MAX);
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_STORE_ROOT=%s: must be an absolute path shorter than "
+                      "%zu characters",
+                      v, sizeof(cfg->store_root) - FT_JOB_MAX);
     snprintf(cfg->store_root, sizeof(cfg->store_root), "%s", v);
   }
   if ((v = get("FT_FAILURE_DOMAIN", arg))) {
     if (strlen(v) >= sizeof(cfg->failure_domain) || strchr(v, ' '))
-      return fail(msg, msglen,
-                  "FT_FAILURE_DOMAIN=%s: at most %zu characters, no spaces", v,
-                  sizeof(cfg->failure_domain) - 1);
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_FAILURE_DOMAIN=%s: at most %zu characters, no spaces",
+                      v, sizeof(cfg->failure_domain) - 1);
     snprintf(cfg->failure_domain, sizeof(cfg->failure_domain), "%s", v);
   }
   if ((v = get("FT_FAILURE_DOMAINS", arg))) {
     if (strlen(v) >= sizeof(cfg->failure_domains) || !valid_domain_map(v))
-      return fail(msg, msglen,
-                  "FT_FAILURE_DOMAINS=%s: expected host=domain[,host=domain...]"
-                  ", at most %zu characters",
-                  v, sizeof(cfg->failure_domains) - 1);
+      return ft__msgf(
+          FT_ECONFIG, msg, msglen,
+          "FT_FAILURE_DOMAINS=%s: expected host=domain[,host=domain...]"
+          ", at most %zu characters",
+          v, sizeof(cfg->failure_domains) - 1);
     snprintf(cfg->failure_domains, sizeof(cfg->failure_domains), "%s", v);
   }
   if ((v = get("FT_SMP_CPUSET", arg))) {
     if (strlen(v) >= sizeof(cfg->smp_cpuset) ||
         strspn(v, "0123456789,-x") != strlen(v))
-      return fail(msg, msglen,
-                  "FT_SMP_CPUSET=%s: expected a CPU list such as 3 or 2-3,7",
-                  v);
+      return ft__msgf(
+          FT_ECONFIG, msg, msglen,
+          "FT_SMP_CPUSET=%s: expected a CPU list such as 3 or 2-3,7", v);
     snprintf(cfg->smp_cpuset, sizeof(cfg->smp_cpuset), "%s", v);
   }
   if ((v = get("FT_FAULT", arg))) {
     ft__fault_t f;
     if (strlen(v) >= sizeof(cfg->fault) || ft__fault_parse(&f, v) != 0)
-      return fail(msg, msglen,
-                  "FT_FAULT=%s: expected POINT[:NTH][@rN|@HOST] with POINT "
-                  "copy|crc|encode|commit|restore",
-                  v);
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_FAULT=%s: expected POINT[:NTH][@rN|@HOST] with POINT "
+                      "copy|crc|encode|commit|restore",
+                      v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }
   if ((v = get("FT_HOLD", arg))) {
     ft__hold_spec_t h;
     if (strlen(v) >= sizeof(cfg->hold) || ft__hold_parse(v, &h) != 0)
-      return fail(msg, msglen,
-                  "FT_HOLD=%s: expected step=N or phase=P[,step=N] with P "
-                  "snapshot|crc|encode|commit|restore",
-                  v);
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_HOLD=%s: expected step=N or phase=P[,step=N] with P "
+                      "snapshot|crc|encode|commit|restore",
+                      v);
     snprintf(cfg->hold, sizeof(cfg->hold), "%s", v);
   }
   return FT_OK;
@@ -225,9 +225,9 @@ static int load_ec(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
                             msglen)))
     return rc;
   if (vk && vm && cfg->ec_k + cfg->ec_m > FT_EC_MAX_N)
-    return fail(msg, msglen,
-                "FT_EC_K=%d FT_EC_M=%d: k+m=%d, must be at most %d", cfg->ec_k,
-                cfg->ec_m, cfg->ec_k + cfg->ec_m, FT_EC_MAX_N);
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "FT_EC_K=%d FT_EC_M=%d: k+m=%d, must be at most %d",
+                    cfg->ec_k, cfg->ec_m, cfg->ec_k + cfg->ec_m, FT_EC_MAX_N);
   return FT_OK;
 }
 
@@ -270,19 +270,21 @@ static int load_numbers(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     errno = 0;
     double t = strtod(v, &end);
     if (!*v || *end || errno || !(t > 0) || t > 86400)
-      return fail(msg, msglen,
-                  "FT_TIMEOUT=%s: expected seconds, a number above 0 and at "
-                  "most 86400",
-                  v);
+      return ft__msgf(
+          FT_ECONFIG, msg, msglen,
+          "FT_TIMEOUT=%s: expected seconds, a number above 0 and at "
+          "most 86400",
+          v);
     cfg->timeout_s = t;
   }
   if ((v = get("FT_PIECE_SIZE", arg))) {
     size_t s;
     if (ft__parse_size(v, &s) || s < 4096 || s > (1u << 30))
-      return fail(msg, msglen,
-                  "FT_PIECE_SIZE=%s: expected a size between 4K and 1G, such "
-                  "as 1M",
-                  v);
+      return ft__msgf(
+          FT_ECONFIG, msg, msglen,
+          "FT_PIECE_SIZE=%s: expected a size between 4K and 1G, such "
+          "as 1M",
+          v);
     cfg->piece_bytes = s;
   }
   return FT_OK;
@@ -342,10 +344,10 @@ int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
   if (cfg->ec_k > 0 && cfg->ec_m < 0 && kk + mm > nnodes)
     mm = nnodes - kk > 0 ? nnodes - kk : 0;
   if (kk + mm > nnodes) {
-    return fail(msg, msglen,
-                "k=%d m=%d needs at least %d nodes but the job has %d: use "
-                "k+m <= %d, for example FT_EC_K=%d FT_EC_M=%d",
-                kk, mm, kk + mm, nnodes, nnodes, ak, am);
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "k=%d m=%d needs at least %d nodes but the job has %d: use "
+                    "k+m <= %d, for example FT_EC_K=%d FT_EC_M=%d",
+                    kk, mm, kk + mm, nnodes, nnodes, ak, am);
   }
   *k = kk;
   *m = mm;

@@ -53,6 +53,7 @@ void ft__config_defaults(ft__config_t *cfg);
  * Defaults, then every FT_* variable that get() returns.  On a bad value
  * returns FT_ECONFIG and writes one line naming the variable, its value and
  * what is allowed into msg; cfg then holds the defaults for what follows.
+ * msg may be NULL.
  */
 int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
                     size_t msglen);
@@ -61,7 +62,8 @@ int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
 const char *ft__config_env(const char *name, void *arg);
 
 /* Resolve k and m for a job of nnodes nodes (auto values, k+m <= nnodes).
- * FT_ECONFIG with a message saying what would work when impossible. */
+ * FT_ECONFIG with a message saying what would work when impossible.  msg
+ * may be NULL. */
 int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
                             int *m, char *msg, size_t msglen);
 

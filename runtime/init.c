@@ -9,7 +9,6 @@
  * no rank is left waiting in a collective that the others abandoned.
  */
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,11 +66,10 @@ static int split_roles(ft_ctx_t *c) {
 static int check_node_shape(ft_ctx_t *c, char *msg, size_t msglen) {
   if (c->nlocal >= 1 && c->nlocal <= FT_MAX_LOCAL)
     return FT_OK;
-  snprintf(msg, msglen,
-           "node %s has %d rank(s): ftrt needs 1 SMP + 1..%d trainers per "
-           "node (start the job with ft-launch --ppn P)",
-           c->host, c->node_size, FT_MAX_LOCAL);
-  return FT_ECONFIG;
+  return ft__msgf(FT_ECONFIG, msg, msglen,
+                  "node %s has %d rank(s): ftrt needs 1 SMP + 1..%d trainers "
+                  "per node (start the job with ft-launch --ppn P)",
+                  c->host, c->node_size, FT_MAX_LOCAL);
 }
 
 static void free_comms(ft_ctx_t *c) {
@@ -92,9 +90,11 @@ static void destroy(ft_ctx_t *c) {
     MPI_Finalize();
 }
 
-/* Report a failure agreed by everyone (collective): the lowest rank that
- * knows why says it, once, instead of a thousand identical lines. */
-static int fail(ft_ctx_t *c, int rc, int local_rc, const char *msg) {
+/* End ft_init with a failure agreed by everyone (collective): the lowest
+ * rank that knows why logs it, once, instead of a thousand identical lines;
+ * then the context is destroyed and rc returned. */
+static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
+                                const char *msg) {
   int me = local_rc != FT_OK && msg[0] ? c->world_rank : INT_MAX, first;
   MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (first == c->world_rank)
@@ -140,10 +140,10 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
    * collective because of a bad variable would leave the others waiting. */
   int local = ft__config_load(&c->cfg, ft__config_env, NULL, msg, sizeof(msg));
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
-    return fail(c, rc, local, msg);
+    return log_once_and_destroy(c, rc, local, msg);
   local = setup(c, msg, sizeof(msg));
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
-    return fail(c, rc, local, msg);
+    return log_once_and_destroy(c, rc, local, msg);
   /* The SMP prepares the store and the control segment; the trainers attach
    * only after the node's broadcast says it is ready. */
   local = c->is_smp ? ft__smp_start(c, msg, sizeof(msg)) : FT_OK;
@@ -152,7 +152,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   if (!c->is_smp && smp_rc == FT_OK)
     local = ft__trainer_attach(c);
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
-    return fail(c, rc, local, msg);
+    return log_once_and_destroy(c, rc, local, msg);
   if (c->is_smp)
     ft__smp_run(c);
   *ctx = c;

@@ -165,12 +165,12 @@ static int check_stored(smp_t *s, node_id_t *all) {
   if (rc == FT_OK && with != 0 && with != s->nnodes)
     rc = FT_EMISMATCH;
   if (rc)
-    snprintf(s->msg, sizeof(s->msg),
-             "%d of the %d nodes hold a store of job '%s' that does not fit "
-             "this launch (lost or extra nodes?): run ft-restore on these "
-             "nodes first, or use another --job",
-             with, s->nnodes, s->c->cfg.job);
-  return rc;
+    return ft__msgf(rc, s->msg, sizeof(s->msg),
+                    "%d of the %d nodes hold a store of job '%s' that does "
+                    "not fit this launch (lost or extra nodes?): run "
+                    "ft-restore on these nodes first, or use another --job",
+                    with, s->nnodes, s->c->cfg.job);
+  return FT_OK;
 }
 
 static int order_nodes(smp_t *s, const char ***domains_out) {
@@ -277,8 +277,10 @@ static int open_store(smp_t *s) {
       s->msg[0] = '\0';
       rc = FT_OK;
     }
-    if (rc == FT_ENOENT)
+    if (rc == FT_ENOENT) {
+      s->msg[0] = '\0'; /* none yet: no error, and no message left over */
       rc = FT_OK;
+    }
   }
   if (rc)
     return rc;
@@ -291,6 +293,7 @@ static int open_store(smp_t *s) {
   if (rc == FT_ENOENT) {
     free(s->meta);
     s->meta = NULL;
+    s->msg[0] = '\0';
     rc = FT_OK;
   }
   return rc;
@@ -301,14 +304,12 @@ static int check_relaunch(smp_t *s) {
   const ft__meta_t *m = s->meta;
   if (!m)
     return FT_OK;
-  if (m->nlocal != (uint32_t)s->c->nlocal || m->nnodes != (uint32_t)s->nnodes) {
-    snprintf(s->msg, sizeof(s->msg),
-             "%s/meta: the store was written by a job of %u node(s) x %u "
-             "trainer(s); this launch has %d x %d (use the same --nodes/--ppn, "
-             "or run ft-restore --mode shrink first)",
-             s->c->dir, m->nnodes, m->nlocal, s->nnodes, s->c->nlocal);
-    return FT_EMISMATCH;
-  }
+  if (m->nlocal != (uint32_t)s->c->nlocal || m->nnodes != (uint32_t)s->nnodes)
+    return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                    "%s/meta: the store was written by a job of %u node(s) x "
+                    "%u trainer(s); this launch has %d x %d (use the same "
+                    "--nodes/--ppn, or run ft-restore --mode shrink first)",
+                    s->c->dir, m->nnodes, m->nlocal, s->nnodes, s->c->nlocal);
   return FT_OK;
 }
 
@@ -449,8 +450,7 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
     rc = agree_reslice(s);
   if (rc == FT_OK)
     publish_node(s);
-  snprintf(msg, msglen, "%s", s->msg);
-  return rc;
+  return ft__msgf(rc, msg, msglen, "%s", s->msg);
 }
 
 /* ---- layout ---- */
@@ -484,28 +484,27 @@ static int check_tables(smp_t *s) {
   for (int i = 0; i < s->c->nlocal; i++) {
     const ft__ctl_rank_t *r = &s->ctl->rank[i];
     const ft__rank_rec_t *o = &s->meta->ranks[i];
-    if (r->app_rank != o->rank) {
-      snprintf(s->msg, sizeof(s->msg),
-               "%s/meta: trainer %d of this node was rank %u when the "
-               "snapshot was taken and is rank %u now: launch the nodes in "
-               "the stored order (node %d of the layout is here)",
-               s->c->dir, i, o->rank, r->app_rank, s->node);
-      return FT_EMISMATCH;
-    }
+    if (r->app_rank != o->rank)
+      return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                      "%s/meta: trainer %d of this node was rank %u when the "
+                      "snapshot was taken and is rank %u now: launch the "
+                      "nodes in the stored order (node %d of the layout is "
+                      "here)",
+                      s->c->dir, i, o->rank, r->app_rank, s->node);
     for (uint32_t b = 0; b < r->nbufs || b < o->nbufs; b++) {
       if (b < r->nbufs && b < o->nbufs &&
           strcmp(r->bufs[b].name, o->bufs[b].name) == 0 &&
           r->bufs[b].bytes == o->bufs[b].bytes)
         continue;
-      snprintf(s->msg, sizeof(s->msg),
-               "%s/meta: trainer %d registered buffer %u as '%s' (%llu bytes) "
-               "but the snapshot holds '%s' (%llu bytes): relaunch with the "
-               "same model and flags",
-               s->c->dir, i, b, b < r->nbufs ? r->bufs[b].name : "(none)",
-               b < r->nbufs ? (unsigned long long)r->bufs[b].bytes : 0ull,
-               b < o->nbufs ? o->bufs[b].name : "(none)",
-               b < o->nbufs ? (unsigned long long)o->bufs[b].bytes : 0ull);
-      return FT_EMISMATCH;
+      return ft__msgf(
+          FT_EMISMATCH, s->msg, sizeof(s->msg),
+          "%s/meta: trainer %d registered buffer %u as '%s' (%llu bytes) but "
+          "the snapshot holds '%s' (%llu bytes): relaunch with the same model "
+          "and flags",
+          s->c->dir, i, b, b < r->nbufs ? r->bufs[b].name : "(none)",
+          b < r->nbufs ? (unsigned long long)r->bufs[b].bytes : 0ull,
+          b < o->nbufs ? o->bufs[b].name : "(none)",
+          b < o->nbufs ? (unsigned long long)o->bufs[b].bytes : 0ull);
     }
   }
   return FT_OK;
@@ -784,7 +783,7 @@ static int serve(smp_t *s) {
 
 static void stop(smp_t *s, int rc) {
   if (!s->msg[0])
-    snprintf(s->msg, sizeof(s->msg), "%s", ft_strerror(rc));
+    ft__msgf(rc, s->msg, sizeof(s->msg), "%s", ft_strerror(rc));
   FT_LOGE(&s->c->log, "SMP stopping: %s", s->msg);
   snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
   __atomic_store_n(&s->ctl->smp_status, rc, __ATOMIC_RELEASE);

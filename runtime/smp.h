@@ -10,7 +10,8 @@
 
 #include "runtime/ctx.h"
 
-/* FT_OK, or the error with a message in msg (msglen bytes, may be NULL). */
+/* FT_OK, or the error with a message in msg (msglen bytes; empty when there
+ * is none to give).  msg may be NULL. */
 int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen);
 /* Serve the node; finalizes MPI and exits the process, never returns. */
 void ft__smp_run(ft_ctx_t *c) __attribute__((noreturn));

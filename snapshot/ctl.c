@@ -52,8 +52,9 @@ static int map_ctl(int fd, ft__ctl_t **out, const char *path, char *msg,
   void *p = mmap(NULL, sizeof(ft__ctl_t), PROT_READ | PROT_WRITE, MAP_SHARED,
                  fd, 0);
   if (p == MAP_FAILED) {
-    snprintf(msg, msglen, "%s: mmap: %s", path, strerror(errno));
-    return ft__from_errno(errno);
+    int err = errno;
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: mmap: %s", path,
+                    strerror(err));
   }
   *out = p;
   return FT_OK;
@@ -62,16 +63,19 @@ static int map_ctl(int fd, ft__ctl_t **out, const char *path, char *msg,
 int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
                    char *msg, size_t msglen) {
   char path[FT_PATH_MAX + 16], tmp[FT_PATH_MAX + 16];
+  *out = NULL;
   snprintf(path, sizeof(path), "%s/ctl", dir);
   snprintf(tmp, sizeof(tmp), "%s/ctl.new", dir);
   /* Build a fresh file and rename it in, so that a process of an earlier
    * launch still mapping the old one can never confuse this launch. */
   int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || ftruncate(fd, sizeof(ft__ctl_t)) != 0) {
-    snprintf(msg, msglen, "%s: %s", tmp, strerror(errno));
+    /* errno now, before the close below can change it */
+    int err = errno;
     if (fd >= 0)
       close(fd);
-    return ft__from_errno(errno);
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", tmp,
+                    strerror(err));
   }
   int rc = map_ctl(fd, out, tmp, msg, msglen);
   close(fd);
@@ -84,34 +88,42 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
   c->smp_pid = (uint32_t)getpid();
   c->prepared_slot = -1;
   if (rename(tmp, path) != 0) {
-    snprintf(msg, msglen, "%s: rename: %s", path, strerror(errno));
+    int err = errno;
     ft__ctl_detach(c);
-    return ft__from_errno(errno);
+    *out = NULL;
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: rename: %s", path,
+                    strerror(err));
   }
   return FT_OK;
 }
 
 int ft__ctl_attach(const char *dir, ft__ctl_t **out, char *msg, size_t msglen) {
   char path[FT_PATH_MAX + 16];
+  *out = NULL;
   snprintf(path, sizeof(path), "%s/ctl", dir);
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(msg, msglen, "%s: %s", path, strerror(errno));
-    return ft__from_errno(errno);
+    int err = errno;
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", path,
+                    strerror(err));
   }
   struct stat st;
-  int rc = FT_OK;
-  if (fstat(fd, &st) != 0 || st.st_size != (off_t)sizeof(ft__ctl_t)) {
-    snprintf(msg, msglen, "%s: wrong size (another ftrt version?)", path);
-    rc = FT_EMISMATCH;
+  int rc;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    rc = ft__msgf(ft__from_errno(err), msg, msglen, "%s: fstat: %s", path,
+                  strerror(err));
+  } else if (st.st_size != (off_t)sizeof(ft__ctl_t)) {
+    rc = ft__msgf(FT_EMISMATCH, msg, msglen,
+                  "%s: wrong size (another ftrt version?)", path);
   } else {
     rc = map_ctl(fd, out, path, msg, msglen);
   }
   close(fd);
   if (rc == FT_OK && memcmp((*out)->magic, CTL_MAGIC, 8) != 0) {
-    snprintf(msg, msglen, "%s: bad magic", path);
+    rc = ft__msgf(FT_ECORRUPT, msg, msglen, "%s: bad magic", path);
     ft__ctl_detach(*out);
-    rc = FT_ECORRUPT;
+    *out = NULL;
   }
   return rc;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
+
 static const char *const names[] = {"none",   "step",   "snapshot", "crc",
                                     "encode", "commit", "restore"};
 
@@ -85,18 +87,17 @@ int ft__hold_too_late(const ft__ctl_t *ctl, const ft__hold_spec_t *h,
     uint64_t s = __atomic_load_n(&ctl->smp_gate_step, __ATOMIC_SEQ_CST);
     if (s < h->step)
       return 0;
-    snprintf(msg, msglen, "the SMP already protects step %llu (>= %llu)",
-             (unsigned long long)s, (unsigned long long)h->step);
-    return 1;
+    return ft__msgf(1, msg, msglen,
+                    "the SMP already protects step %llu (>= %llu)",
+                    (unsigned long long)s, (unsigned long long)h->step);
   }
   for (uint32_t i = 0; i < ctl->nlocal && i < FT_MAX_LOCAL; i++) {
     uint64_t s = __atomic_load_n(&ctl->rank[i].gate_step, __ATOMIC_SEQ_CST);
-    if (s >= h->step) {
-      snprintf(msg, msglen, "trainer rank %u already passed step %llu (>= %llu)",
-               ctl->rank[i].app_rank, (unsigned long long)s,
-               (unsigned long long)h->step);
-      return 1;
-    }
+    if (s >= h->step)
+      return ft__msgf(1, msg, msglen,
+                      "trainer rank %u already passed step %llu (>= %llu)",
+                      ctl->rank[i].app_rank, (unsigned long long)s,
+                      (unsigned long long)h->step);
   }
   return 0;
 }

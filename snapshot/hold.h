@@ -57,7 +57,8 @@ int ft__hold_is_trainer(uint32_t point);
 uint32_t ft__hold_arm(ft__ctl_t *ctl, const ft__hold_spec_t *h);
 /* After arming h: did a process of this node already gate at or past its
  * step?  Then it may never stop there (1, why in msg) and the caller
- * withdraws the arming; 0 when every process will see it in time. */
+ * withdraws the arming; 0 when every process will see it in time, msg
+ * untouched.  msg may be NULL. */
 int ft__hold_too_late(const ft__ctl_t *ctl, const ft__hold_spec_t *h,
                       char *msg, size_t msglen);
 /* Withdraw or release: every held process goes on, no point holds again. */

@@ -34,8 +34,6 @@
 #define META_MAGIC "FTRTMETA"
 #define PAGE 4096u
 
-#define say(msg, msglen, status, ...) ft__msgf(status, msg, msglen, __VA_ARGS__)
-
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static uint64_t now_ns(void) {
@@ -92,10 +90,11 @@ static int check_ranks(const ft__slot_hdr_t *h, const char *path, char *msg,
     uint64_t off = h->rank_off[r], len = h->rank_bytes[r];
     if (off < h->data_off || len > h->data_bytes ||
         off - h->data_off > h->data_bytes - len)
-      return say(msg, msglen, FT_ECORRUPT,
-                 "%s: rank region %u [%llu, +%llu) lies outside the data "
-                 "region",
-                 path, r, (unsigned long long)off, (unsigned long long)len);
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: rank region %u [%llu, +%llu) lies outside the data "
+                      "region",
+                      path, r, (unsigned long long)off,
+                      (unsigned long long)len);
   }
   return FT_OK;
 }
@@ -105,13 +104,14 @@ static int check_regions(const ft__slot_hdr_t *h, size_t file_bytes,
   /* k + m in 64 bits: k = 2^32 - 1, m = 254 must not wrap to 253 */
   if (h->k < 1 || (uint64_t)h->k + h->m >= FT_MAX_CHUNKS ||
       h->nlocal > FT_MAX_LOCAL)
-    return say(msg, msglen, FT_ECORRUPT,
-               "%s: impossible code or rank count (k=%u m=%u ranks=%u)", path,
-               h->k, h->m, h->nlocal);
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: impossible code or rank count (k=%u m=%u ranks=%u)",
+                    path, h->k, h->m, h->nlocal);
   if (h->seg_bytes != file_bytes)
-    return say(msg, msglen, FT_ECORRUPT,
-               "%s: file is %zu bytes but its header says %llu (truncated?)",
-               path, file_bytes, (unsigned long long)h->seg_bytes);
+    return ft__msgf(
+        FT_ECORRUPT, msg, msglen,
+        "%s: file is %zu bytes but its header says %llu (truncated?)", path,
+        file_bytes, (unsigned long long)h->seg_bytes);
   uint64_t c = h->chunk_bytes;
   if (c > file_bytes || h->data_bytes != c * h->k ||
       h->parity_bytes != c * h->m || h->data_off < FT_SLOT_HDR_BYTES ||
@@ -119,36 +119,37 @@ static int check_regions(const ft__slot_hdr_t *h, size_t file_bytes,
       h->parity_off < h->data_off + h->data_bytes ||
       h->parity_off > file_bytes ||
       h->parity_bytes > file_bytes - h->parity_off)
-    return say(msg, msglen, FT_ECORRUPT,
-               "%s: data/parity regions do not fit the file (chunk %llu, k=%u, "
-               "m=%u, file %zu bytes)",
-               path, (unsigned long long)c, h->k, h->m, file_bytes);
+    return ft__msgf(
+        FT_ECORRUPT, msg, msglen,
+        "%s: data/parity regions do not fit the file (chunk %llu, k=%u, "
+        "m=%u, file %zu bytes)",
+        path, (unsigned long long)c, h->k, h->m, file_bytes);
   return check_ranks(h, path, msg, msglen);
 }
 
 int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
                       const char *path, char *msg, size_t msglen) {
   if (file_bytes < sizeof(ft__slot_hdr_t))
-    return say(msg, msglen, FT_ECORRUPT,
-               "%s: %zu bytes, too short for a slot header (truncated)", path,
-               file_bytes);
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: %zu bytes, too short for a slot header (truncated)",
+                    path, file_bytes);
   ft__slot_hdr_t h;
   memcpy(&h, image, sizeof(h));
   if (memcmp(h.magic, SLOT_MAGIC, 8) != 0)
-    return say(msg, msglen, FT_ECORRUPT, "%s: bad magic, not an ftrt slot",
-               path);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: bad magic, not an ftrt slot",
+                    path);
   if (h.format != FT_STORE_FORMAT)
-    return say(msg, msglen, FT_EMISMATCH,
-               "%s: store format %u, this ftrt reads format %u", path,
-               h.format, FT_STORE_FORMAT);
+    return ft__msgf(FT_EMISMATCH, msg, msglen,
+                    "%s: store format %u, this ftrt reads format %u", path,
+                    h.format, FT_STORE_FORMAT);
   if (h.state > FT_SLOT_COMMITTED)
-    return say(msg, msglen, FT_ECORRUPT, "%s: invalid slot state %u", path,
-               h.state);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: invalid slot state %u", path,
+                    h.state);
   if (memchr(h.job, '\0', sizeof(h.job)) == NULL ||
       (job && strcmp(h.job, job) != 0))
-    return say(msg, msglen, FT_EMISMATCH,
-               "%s: belongs to job '%.*s', not to job '%s'", path,
-               (int)strnlen(h.job, sizeof(h.job)), h.job, job ? job : "?");
+    return ft__msgf(FT_EMISMATCH, msg, msglen,
+                    "%s: belongs to job '%.*s', not to job '%s'", path,
+                    (int)strnlen(h.job, sizeof(h.job)), h.job, job ? job : "?");
   return check_regions(&h, file_bytes, path, msg, msglen);
 }
 
@@ -161,8 +162,8 @@ static void slot_path(char *out, size_t len, const char *dir, int idx) {
 static int map_file(ft__slot_t *s, size_t bytes, char *msg, size_t msglen) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
   if (p == MAP_FAILED)
-    return say(msg, msglen, ft__from_errno(errno), "%s: mmap: %s", s->path,
-               strerror(errno));
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: mmap: %s", s->path,
+                    strerror(errno));
   s->map = p;
   s->map_bytes = bytes;
   s->hdr = (ft__slot_hdr_t *)p;
@@ -196,12 +197,13 @@ int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
   slot_path(s->path, sizeof(s->path), dir, idx);
   s->fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (s->fd < 0)
-    return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", s->path,
-               strerror(errno));
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
+                    strerror(errno));
   /* Shrink to zero first so no byte of an older, differently shaped slot
    * survives in the new geometry. */
   if (ftruncate(s->fd, 0) != 0 || ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
-    int rc = say(msg, msglen, ft__from_errno(errno), "%s: resize to %llu: %s",
+    int rc =
+        ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
                  s->path, (unsigned long long)g->seg_bytes, strerror(errno));
     ft__slot_close(s);
     return rc;
@@ -223,16 +225,17 @@ int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
   slot_path(s->path, sizeof(s->path), dir, idx);
   s->fd = open(s->path, O_RDWR | O_CLOEXEC);
   if (s->fd < 0)
-    return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", s->path,
-               strerror(errno));
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
+                    strerror(errno));
   struct stat st;
   int rc;
   if (fstat(s->fd, &st) != 0)
-    rc = say(msg, msglen, FT_EIO, "%s: stat: %s", s->path, strerror(errno));
+    rc =
+        ft__msgf(FT_EIO, msg, msglen, "%s: stat: %s", s->path, strerror(errno));
   else if (st.st_size < (off_t)sizeof(ft__slot_hdr_t))
-    rc = say(msg, msglen, FT_ECORRUPT,
-             "%s: %lld bytes, too short for a slot header (truncated)",
-             s->path, (long long)st.st_size);
+    rc = ft__msgf(FT_ECORRUPT, msg, msglen,
+                  "%s: %lld bytes, too short for a slot header (truncated)",
+                  s->path, (long long)st.st_size);
   else if ((rc = map_file(s, (size_t)st.st_size, msg, msglen)) == FT_OK)
     rc = ft__slot_validate(s->map, s->map_bytes, job, s->path, msg, msglen);
   if (rc)
@@ -300,10 +303,10 @@ int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
                     size_t msglen) {
   for (uint32_t c = first; c < first + n && c < s->hdr->k + s->hdr->m; c++) {
     if (ft__slot_chunk_crc(s, c) != s->hdr->crc[c])
-      return say(msg, msglen, FT_ECORRUPT,
-                 "%s: CRC mismatch in %s chunk %u (version %llu)", s->path,
-                 c < s->hdr->k ? "data" : "parity", c,
-                 (unsigned long long)s->hdr->version);
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: CRC mismatch in %s chunk %u (version %llu)", s->path,
+                      c < s->hdr->k ? "data" : "parity", c,
+                      (unsigned long long)s->hdr->version);
   }
   return FT_OK;
 }
@@ -429,24 +432,24 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
                         const char *path, char *msg, size_t msglen) {
   meta_fixed_t f;
   if (len < sizeof(f) + sizeof(uint64_t))
-    return say(msg, msglen, FT_ECORRUPT, "%s: %zu bytes, too short (truncated)",
-               path, len);
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: %zu bytes, too short (truncated)", path, len);
   memcpy(&f, buf, sizeof(f));
   if (memcmp(f.magic, META_MAGIC, 8) != 0)
-    return say(msg, msglen, FT_ECORRUPT, "%s: bad magic, not ftrt metadata",
-               path);
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: bad magic, not ftrt metadata", path);
   if (f.format != FT_STORE_FORMAT)
-    return say(msg, msglen, FT_EMISMATCH,
-               "%s: store format %u, this ftrt reads format %u", path, f.format,
-               FT_STORE_FORMAT);
+    return ft__msgf(FT_EMISMATCH, msg, msglen,
+                    "%s: store format %u, this ftrt reads format %u", path,
+                    f.format, FT_STORE_FORMAT);
   if (f.total_bytes != len)
-    return say(msg, msglen, FT_ECORRUPT,
-               "%s: %zu bytes but the header says %llu (truncated?)", path, len,
-               (unsigned long long)f.total_bytes);
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: %zu bytes but the header says %llu (truncated?)", path,
+                    len, (unsigned long long)f.total_bytes);
   uint64_t crc;
   memcpy(&crc, buf + len - sizeof(crc), sizeof(crc));
   if (ft__crc64(0, buf, len - sizeof(crc)) != crc)
-    return say(msg, msglen, FT_ECORRUPT, "%s: CRC mismatch", path);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: CRC mismatch", path);
   if (!str_ok(f.job, sizeof(f.job)) || !str_ok(f.host, sizeof(f.host)) ||
       f.nlocal > FT_MAX_LOCAL || f.k < 1 ||
       (uint64_t)f.k + f.m >= FT_MAX_CHUNKS || f.nnodes < 1 ||
@@ -454,7 +457,7 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
       f.group_size < 1 || f.group_size >= FT_MAX_CHUNKS ||
       f.pos >= f.group_size ||
       (len - sizeof(f) - 8) / FT_NAME_MAX < f.nnodes)
-    return say(msg, msglen, FT_ECORRUPT, "%s: fields out of range", path);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: fields out of range", path);
   memcpy(m->job, f.job, sizeof(m->job));
   memcpy(m->host, f.host, sizeof(m->host));
   m->epoch = f.epoch;
@@ -470,26 +473,26 @@ static int decode_rank(const uint8_t **p, const uint8_t *end,
                        size_t msglen) {
   rank_fixed_t rf;
   if ((size_t)(end - *p) < sizeof(rf))
-    return say(msg, msglen, FT_ECORRUPT, "%s: rank table truncated", path);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: rank table truncated", path);
   memcpy(&rf, *p, sizeof(rf));
   *p += sizeof(rf);
   if (rf.nbufs > FT_MAX_BUFS ||
       (size_t)(end - *p) / sizeof(ft__buf_rec_t) < rf.nbufs)
-    return say(msg, msglen, FT_ECORRUPT, "%s: buffer table of rank %u bad",
-               path, rf.rank);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: buffer table of rank %u bad",
+                    path, rf.rank);
   r->rank = rf.rank, r->nbufs = rf.nbufs, r->region_bytes = rf.region_bytes;
   memcpy(r->bufs, *p, rf.nbufs * sizeof(ft__buf_rec_t));
   *p += rf.nbufs * sizeof(ft__buf_rec_t);
   for (uint32_t b = 0; b < rf.nbufs; b++) {
     const ft__buf_rec_t *br = &r->bufs[b];
     if (!str_ok(br->name, sizeof(br->name)))
-      return say(msg, msglen, FT_ECORRUPT,
-                 "%s: name of buffer %u of rank %u is not terminated", path, b,
-                 rf.rank);
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: name of buffer %u of rank %u is not terminated",
+                      path, b, rf.rank);
     if (br->bytes > rf.region_bytes || br->offset > rf.region_bytes - br->bytes)
-      return say(msg, msglen, FT_ECORRUPT,
-                 "%s: buffer %u of rank %u lies outside its region", path, b,
-                 rf.rank);
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: buffer %u of rank %u lies outside its region", path,
+                      b, rf.rank);
   }
   return FT_OK;
 }
@@ -505,14 +508,15 @@ int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
   p += (size_t)m->nnodes * FT_NAME_MAX;
   for (uint32_t h = 0; h < m->nnodes; h++)
     if (!str_ok(m->hosts[h], FT_NAME_MAX))
-      return say(msg, msglen, FT_ECORRUPT, "%s: host name %u not terminated",
-                 path, h);
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: host name %u not terminated", path, h);
   for (uint32_t r = 0; r < m->nlocal; r++)
     if ((rc = decode_rank(&p, end, &m->ranks[r], path, msg, msglen)))
       return rc;
   if (p != end)
-    return say(msg, msglen, FT_ECORRUPT, "%s: %zu unexpected trailing bytes",
-               path, (size_t)(end - p));
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: %zu unexpected trailing bytes", path,
+                    (size_t)(end - p));
   return FT_OK;
 }
 
@@ -530,12 +534,15 @@ int ft__write_all(int fd, const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* 0, or -1 with errno set by the open or fsync that failed (not by the
+ * close after it). */
 static int fsync_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  int rc = fsync(fd);
+  int rc = fsync(fd), err = errno;
   close(fd);
+  errno = err;
   return rc;
 }
 
@@ -547,11 +554,11 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
   int rc = FT_OK;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || ft__write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
-    rc = say(msg, msglen, ft__from_errno(errno), "%s: write: %s", tmp,
-             strerror(errno));
+    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: write: %s", tmp,
+                  strerror(errno));
   } else if (rename(tmp, final) != 0 || fsync_dir(dir) != 0) {
-    rc = say(msg, msglen, ft__from_errno(errno), "%s: rename: %s", final,
-             strerror(errno));
+    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rename: %s", final,
+                  strerror(errno));
   }
   if (fd >= 0)
     close(fd);
@@ -564,8 +571,8 @@ int ft__store_rename(const char *dir, const char *from, const char *to,
   snprintf(a, sizeof(a), "%s/%s", dir, from);
   snprintf(b, sizeof(b), "%s/%s", dir, to);
   if (rename(a, b) != 0 || fsync_dir(dir) != 0)
-    return say(msg, msglen, ft__from_errno(errno), "%s: rename to %s: %s", a,
-               to, strerror(errno));
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rename to %s: %s",
+                    a, to, strerror(errno));
   return FT_OK;
 }
 
@@ -575,7 +582,7 @@ int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
   size_t len;
   int rc = ft__meta_encode(m, &buf, &len);
   if (rc)
-    return say(msg, msglen, rc, "%s/meta: cannot encode metadata", dir);
+    return ft__msgf(rc, msg, msglen, "%s/meta: cannot encode metadata", dir);
   rc = ft__store_write_file(dir, "meta", buf, len, msg, msglen);
   free(buf);
   return rc;
@@ -587,18 +594,19 @@ int ft__store_read_file(const char *dir, const char *name, size_t max,
   snprintf(path, sizeof(path), "%s/%s", dir, name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return say(msg, msglen, ft__from_errno(errno), "%s: open: %s", path,
-               strerror(errno));
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", path,
+                    strerror(errno));
   struct stat st;
   int rc = FT_OK;
   *buf = NULL;
   if (fstat(fd, &st) != 0 || (size_t)st.st_size > max)
-    rc = say(msg, msglen, FT_ECORRUPT, "%s: unreadable or larger than %zu bytes",
-             path, max);
+    rc = ft__msgf(FT_ECORRUPT, msg, msglen,
+                  "%s: unreadable or larger than %zu bytes", path, max);
   else if (!(*buf = malloc((size_t)st.st_size + 1)))
-    rc = FT_ENOMEM;
+    rc = ft__msgf(FT_ENOMEM, msg, msglen, "%s: no memory to read %lld bytes",
+                  path, (long long)st.st_size);
   else if (read(fd, *buf, (size_t)st.st_size) != st.st_size)
-    rc = say(msg, msglen, FT_EIO, "%s: short read", path);
+    rc = ft__msgf(FT_EIO, msg, msglen, "%s: short read", path);
   close(fd);
   if (rc) {
     free(*buf);
@@ -631,7 +639,8 @@ int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
     total += 8 + lens[i];
   uint8_t *buf = malloc(total), *p = buf;
   if (!buf)
-    return FT_ENOMEM;
+    return ft__msgf(FT_ENOMEM, msg, msglen,
+                    "%s/group.meta: no memory for %zu bytes", dir, total);
   uint32_t cnt = (uint32_t)n;
   put(&p, &cnt, 4);
   for (int i = 0; i < n; i++) {
@@ -661,23 +670,26 @@ int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
   if (len < 12 || (memcpy(&crc, buf + len - 8, 8),
                    ft__crc64(0, buf, len - 8) != crc)) {
     free(buf);
-    return say(msg, msglen, FT_ECORRUPT, "%s: truncated or CRC mismatch", path);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: truncated or CRC mismatch",
+                    path);
   }
   memcpy(&cnt, buf, 4);
-  const uint8_t *p = buf + 4, *end = buf + len - 8;
-  rc = say(msg, msglen, FT_ECORRUPT, "%s: no member %d", path, pos);
+  const uint8_t *p = buf + 4, *end = buf + len - 8, *member = NULL;
+  uint64_t l = 0;
   for (uint32_t i = 0; i < cnt && (size_t)(end - p) >= 8; i++) {
-    uint64_t l;
     memcpy(&l, p, 8);
     p += 8;
     if (l > (size_t)(end - p))
       break;
     if ((int)i == pos) {
-      rc = ft__meta_decode(p, (size_t)l, m, path, msg, msglen);
+      member = p;
       break;
     }
     p += l;
   }
+  rc = member
+           ? ft__meta_decode(member, (size_t)l, m, path, msg, msglen)
+           : ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path, pos);
   free(buf);
   return rc;
 }
@@ -692,8 +704,8 @@ int ft__store_mkdir(const char *dir, char *msg, size_t msglen) {
       char c = *s;
       *s = '\0';
       if (mkdir(p, 0700) != 0 && errno != EEXIST)
-        return say(msg, msglen, ft__from_errno(errno), "%s: mkdir: %s", p,
-                   strerror(errno));
+        return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: mkdir: %s", p,
+                        strerror(errno));
       *s = c;
       if (c == '\0')
         break;

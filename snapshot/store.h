@@ -12,6 +12,11 @@
  * Nothing here is trusted on read: every reader validates magic, format,
  * sizes against the file size, and CRCs, and reports what is wrong with the
  * file's path in msg.  The validators take plain bytes so they can be fuzzed.
+ *
+ * Messages: a function below that takes (msg, msglen) writes one line into
+ * msg when it fails (ft__msgf: at most msglen bytes, NUL-terminated) and
+ * leaves msg unspecified when it succeeds.  msg may be NULL in every one of
+ * them; each says so.
  */
 #ifndef FT_SNAPSHOT_STORE_H
 #define FT_SNAPSHOT_STORE_H
@@ -94,14 +99,17 @@ typedef struct ft__slot {
  * Check a slot image of file_bytes bytes (at least the header must be there)
  * for job.  FT_ECORRUPT (bad magic, sizes, offsets), FT_EMISMATCH (format or
  * job), with a message naming path and the field.  Does not check CRCs.
+ * msg may be NULL.
  */
 int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
                       const char *path, char *msg, size_t msglen);
 
-/* Create (or resize) slot idx in dir with geometry g, state EMPTY. */
+/* Create (or resize) slot idx in dir with geometry g, state EMPTY.  msg may
+ * be NULL. */
 int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
                     const ft__slot_geom_t *g, char *msg, size_t msglen);
-/* Open and validate an existing slot.  FT_ENOENT when it does not exist. */
+/* Open and validate an existing slot.  FT_ENOENT when it does not exist.
+ * msg may be NULL. */
 int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
                   char *msg, size_t msglen);
 void ft__slot_close(ft__slot_t *s);
@@ -119,10 +127,12 @@ uint8_t *ft__slot_chunk(const ft__slot_t *s, uint32_t chunk);
 void ft__slot_seal_data(ft__slot_t *s);
 /* Compute and store the CRCs of the parity chunks. */
 void ft__slot_seal_parity(ft__slot_t *s);
-/* Verify chunks [first, first+n): FT_ECORRUPT naming the first bad chunk. */
+/* Verify chunks [first, first+n): FT_ECORRUPT naming the first bad chunk.
+ * msg may be NULL. */
 int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
                     size_t msglen);
-/* Verify every chunk overlapping [off, off+len) of the file. */
+/* Verify every chunk overlapping [off, off+len) of the file.  msg may be
+ * NULL. */
 int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
                           char *msg, size_t msglen);
 
@@ -188,33 +198,37 @@ typedef struct ft__meta {
 
 /* Serialise to a malloc'ed buffer (*out, *len).  */
 int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len);
-/* Parse and validate bytes written by ft__meta_encode (fuzzed). */
+/* Parse and validate bytes written by ft__meta_encode (fuzzed); path names
+ * the bytes in msg.  msg may be NULL. */
 int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
                     const char *path, char *msg, size_t msglen);
-/* Atomic write: dir/meta.tmp, fsync, rename to dir/meta, fsync dir. */
+/* Atomic write: dir/meta.tmp, fsync, rename to dir/meta, fsync dir.  msg
+ * may be NULL. */
 int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
                    size_t msglen);
-/* FT_ENOENT when there is none. */
+/* FT_ENOENT when there is none.  msg may be NULL. */
 int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen);
 
 /* Atomic replacement of dir/name by len bytes: temp file, fsync, rename,
- * fsync of the directory (redis rdbSave). */
+ * fsync of the directory (redis rdbSave).  msg may be NULL. */
 int ft__store_write_file(const char *dir, const char *name, const void *buf,
                          size_t len, char *msg, size_t msglen);
-/* rename(dir/from, dir/to), then fsync of the directory. */
+/* rename(dir/from, dir/to), then fsync of the directory.  msg may be
+ * NULL. */
 int ft__store_rename(const char *dir, const char *from, const char *to,
                      char *msg, size_t msglen);
 
-/* Read a whole file of at most max bytes into a malloc'ed buffer. */
+/* Read a whole file of at most max bytes into a malloc'ed buffer (*buf,
+ * NULL on failure).  msg may be NULL. */
 int ft__store_read_file(const char *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen);
 
 /* group.meta: the metadata of every member of this node's group (each as
  * ft__meta_encode wrote it), so that the survivors can describe a lost
- * member to its replacement. */
+ * member to its replacement.  msg may be NULL. */
 int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
                          const size_t *lens, int n, char *msg, size_t msglen);
-/* Read member pos (0-based) of dir/group.meta into m. */
+/* Read member pos (0-based) of dir/group.meta into m.  msg may be NULL. */
 int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
                         size_t msglen);
 
@@ -237,7 +251,7 @@ int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
  * could be removed is removed. */
 int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen);
 
-/* mkdir -p of dir (mode 0700). */
+/* mkdir -p of dir (mode 0700).  msg may be NULL. */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
 /* The store directory of job under root (FT_STORE_ROOT): root/job, or
  * root/vnodeN/job for virtual nodes (vnode >= 0).  FT_ERANGE when it does

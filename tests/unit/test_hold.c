@@ -193,6 +193,10 @@ START_TEST(too_late) {
   ctl->smp_gate_step = 8;
   ck_assert_int_eq(ft__hold_too_late(ctl, &h, msg, sizeof(msg)), 1);
   ck_assert_str_eq(msg, "the SMP already protects step 8 (>= 8)");
+  /* msg may be NULL (hold.h) */
+  ck_assert_int_eq(ft__hold_too_late(ctl, &h, NULL, sizeof(msg)), 1);
+  h.point = FT_HOLD_STEP;
+  ck_assert_int_eq(ft__hold_too_late(ctl, &h, NULL, sizeof(msg)), 1);
   drop_ctl(ctl, dir);
 }
 END_TEST

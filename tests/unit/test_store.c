@@ -5,7 +5,8 @@
  * and ft-restore offer to the restore rule), the restore rule itself
  * (ft__newest_common), CRC64 per chunk, atomic metadata, and a clear error
  * -- status and message naming the file and what is wrong -- for every kind
- * of damaged file.  Each test works in its own directory under /tmp, removed
+ * of damaged file, and for every refusal to create or attach the control
+ * segment (ctl.h).  Each test works in its own directory under /tmp, removed
  * at the end. */
 #include <check.h>
 #include <errno.h>
@@ -16,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ec/crc.h"
 #include "ftrt.h"
+#include "snapshot/ctl.h"
 #include "snapshot/store.h"
 
 #define JOB "job-a"
@@ -57,6 +60,23 @@ static void path_of(char *out, size_t len, const char *name) {
 #define ck_msg_has(msg, word)                                                  \
   ck_assert_msg(strstr((msg), (word)) != NULL, "message '%s' lacks '%s'",      \
                 (msg), (word))
+
+/* close(2) as the library sees it in this program: the real one, except
+ * that while close_errno is set it reports that error after closing, as
+ * close may with a deferred write error (close(2): EIO, ENOSPC, EDQUOT).
+ * It shows which errno an error path reports: the failing call's, or the
+ * one left by the clean-up that followed. */
+static int close_errno;
+
+int close(int fd) {
+  if (syscall(SYS_close, fd) != 0)
+    return -1;
+  if (close_errno) {
+    errno = close_errno;
+    return -1;
+  }
+  return 0;
+}
 
 /* ---- a standard geometry: three ranks of odd sizes ---- */
 
@@ -1475,6 +1495,91 @@ START_TEST(store_dir) {
 }
 END_TEST
 
+/* ================= control segment ================= */
+
+/* Every refusal of create and attach: status and message name the cause,
+ * and *out is NULL, not a mapping already undone. */
+START_TEST(ctl_refusals) {
+  char msg[512] = "", path[256], missing[256];
+  ft__ctl_t *ctl = NULL;
+  snprintf(missing, sizeof(missing), "%s/none", dir);
+  ck_assert_int_eq(ft__ctl_create(missing, 1, &ctl, msg, sizeof(msg)),
+                   FT_ENOENT);
+  ck_msg_has(msg, "none/ctl.new: ");
+  ck_msg_has(msg, strerror(ENOENT));
+  ck_assert_int_eq(ft__ctl_attach(missing, &ctl, msg, sizeof(msg)), FT_ENOENT);
+  ck_msg_has(msg, "none/ctl: ");
+  ck_msg_has(msg, strerror(ENOENT));
+
+  /* a ctl of another size, then one of the right size but not a ctl */
+  path_of(path, sizeof(path), "ctl");
+  int fd = open(path, O_RDWR | O_CREAT, 0600);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, 100), 0);
+  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, msg, sizeof(msg)), FT_EMISMATCH);
+  ck_msg_has(msg, "/ctl: wrong size");
+  ck_assert_int_eq(ftruncate(fd, sizeof(ft__ctl_t)), 0);
+  ctl = (ft__ctl_t *)msg; /* anything but NULL */
+  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, msg, sizeof(msg)), FT_ECORRUPT);
+  ck_msg_has(msg, "/ctl: bad magic");
+  ck_assert_ptr_null(ctl);
+  close(fd);
+  unlink(path);
+
+  /* a directory in the way of the rename */
+  char inside[300];
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(inside, sizeof(inside), "%s/x", path);
+  ck_assert_int_eq(mkdir(inside, 0700), 0);
+  ctl = (ft__ctl_t *)msg;
+  ck_assert_int_eq(ft__ctl_create(dir, 1, &ctl, msg, sizeof(msg)), FT_EIO);
+  ck_msg_has(msg, "/ctl: rename: ");
+  ck_assert_ptr_null(ctl);
+  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, msg, sizeof(msg)), FT_EIO);
+  ck_msg_has(msg, "/ctl: ");
+}
+END_TEST
+
+/* msg may be NULL, whatever msglen says (store.h, ctl.h). */
+START_TEST(msg_may_be_null) {
+  char missing[256], path[256];
+  ft__ctl_t *ctl;
+  ft__slot_t s;
+  ft__meta_t *m = malloc(sizeof(*m));
+  ck_assert_ptr_nonnull(m);
+  snprintf(missing, sizeof(missing), "%s/none", dir);
+  ck_assert_int_eq(ft__ctl_create(missing, 1, &ctl, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__ctl_attach(missing, &ctl, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__slot_open(&s, missing, 0, JOB, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__meta_read(missing, m, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__group_meta_read(missing, 0, m, NULL, 512), FT_ENOENT);
+  path_of(path, sizeof(path), "ctl");
+  int fd = open(path, O_RDWR | O_CREAT, 0600);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, NULL, 512), FT_EMISMATCH);
+  ck_assert_int_eq(ftruncate(fd, sizeof(ft__ctl_t)), 0);
+  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, NULL, 512), FT_ECORRUPT);
+  close(fd);
+  free(m);
+}
+END_TEST
+
+/* The status is the failing call's errno, not what the close after it left:
+ * ftruncate of a FIFO fails with EINVAL, and close then fails with EIO. */
+START_TEST(ctl_status_of_failing_call) {
+  char msg[512] = "", tmp[256];
+  ft__ctl_t *ctl = NULL;
+  path_of(tmp, sizeof(tmp), "ctl.new");
+  ck_assert_int_eq(mkfifo(tmp, 0600), 0);
+  close_errno = EIO;
+  int rc = ft__ctl_create(dir, 1, &ctl, msg, sizeof(msg));
+  close_errno = 0;
+  ck_assert_msg(rc == FT_EINVAL, "status %s for '%s'", ft_err_name(rc), msg);
+  ck_msg_has(msg, "/ctl.new: ");
+  ck_msg_has(msg, strerror(EINVAL));
+}
+END_TEST
+
 int main(void) {
   snprintf(root, sizeof(root), "/tmp/ftrt-store-XXXXXX");
   if (!mkdtemp(root)) {
@@ -1511,6 +1616,9 @@ int main(void) {
                       (int)(sizeof(meta_bad) / sizeof(meta_bad[0])));
   tcase_add_test(tc, store_dir);
   tcase_add_test(tc, store_lock);
+  tcase_add_test(tc, ctl_refusals);
+  tcase_add_test(tc, msg_may_be_null);
+  tcase_add_test(tc, ctl_status_of_failing_call);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
