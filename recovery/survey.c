@@ -75,6 +75,27 @@ static int holds(const ft__rnode_t *n, uint64_t v) {
   return -1;
 }
 
+/* The restore rule (store.h) over the ranks with a store (spares left
+ * out), and when epoch != 0 only those of that layout epoch. */
+static int common_version(const ft__restore_t *r, uint64_t epoch,
+                          uint64_t *v) {
+  uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
+  unsigned char *ignore = calloc((size_t)r->size, 1);
+  if (!held || !ignore) {
+    free(held), free(ignore);
+    return FT_ENOMEM;
+  }
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    for (int s = 0; s < FT_NSLOTS; s++)
+      held[(size_t)i * FT_NSLOTS + s] = held_in(n, s);
+    ignore[i] = !n->has_meta || (epoch && n->epoch != epoch);
+  }
+  *v = ft__newest_common(held, r->size, ignore);
+  free(held), free(ignore);
+  return FT_OK;
+}
+
 /* Is node i's store of an older layout epoch than newest, yet a member of
  * the newest layout: same shape, its node index claimed by no node of the
  * newest epoch, and holding the version v those nodes hold in common? */
@@ -105,19 +126,9 @@ static int demote_stale(ft__restore_t *r) {
   for (int i = 0; i < r->size; i++)
     if (r->all[i].has_meta && r->all[i].epoch > newest)
       newest = r->all[i].epoch;
-  uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
-  unsigned char *ignore = calloc((size_t)r->size, 1);
-  if (!held || !ignore) {
-    free(held), free(ignore);
+  uint64_t v;
+  if (common_version(r, newest, &v))
     return FT_ENOMEM;
-  }
-  for (int i = 0; i < r->size; i++) {
-    for (int s = 0; s < FT_NSLOTS; s++)
-      held[(size_t)i * FT_NSLOTS + s] = held_in(&r->all[i], s);
-    ignore[i] = !r->all[i].has_meta || r->all[i].epoch != newest;
-  }
-  uint64_t v = ft__newest_common(held, r->size, ignore);
-  free(held), free(ignore);
   for (int i = 0; i < r->size; i++) {
     ft__rnode_t *n = &r->all[i];
     if (!n->has_meta || n->epoch == newest)
@@ -228,19 +239,8 @@ static int share_hosts(ft__restore_t *r) {
 }
 
 static int pick_version(ft__restore_t *r) {
-  uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
-  unsigned char *spare = calloc((size_t)r->size, 1);
-  if (!held || !spare) {
-    free(held), free(spare);
+  if (common_version(r, 0, &r->version))
     return FT_ENOMEM;
-  }
-  for (int i = 0; i < r->size; i++) {
-    spare[i] = !r->all[i].has_meta;
-    for (int s = 0; s < FT_NSLOTS; s++)
-      held[i * FT_NSLOTS + s] = held_in(&r->all[i], s);
-  }
-  r->version = ft__newest_common(held, r->size, spare);
-  free(held), free(spare);
   if (!r->version)
     return ft__rsay(r, FT_ENOSNAPSHOT,
                "no version of job '%s' is held committed by every surviving "
