@@ -21,11 +21,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
+#include "base/alloc.h"
 #include "ftrt.h"
 
 struct ft__cuda {
@@ -125,21 +125,21 @@ static int find_device(char *msg, size_t msglen) {
 int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   *out = NULL;
   put(msg, msglen, "%s", "");
-  ft__cuda_t *c = calloc(1, sizeof *c);
+  ft__cuda_t *c = ft__calloc(1, sizeof *c);
   if (!c) {
     put(msg, msglen, "out of memory for the CUDA state");
     return FT_ENOMEM;
   }
   int st = find_device(msg, msglen);
   if (st != FT_OK) {
-    free(c);
+    ft__free(c);
     return st;
   }
   cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     st = fail(c, e, "cudaStreamCreateWithFlags");
     put(msg, msglen, "%s", c->err);
-    free(c);
+    ft__free(c);
     return st;
   }
   e = cudaEventCreateWithFlags(&c->ordered, cudaEventDisableTiming);
@@ -147,7 +147,7 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
     st = fail(c, e, "cudaEventCreateWithFlags");
     put(msg, msglen, "%s", c->err);
     (void)cudaStreamDestroy(c->stream);
-    free(c);
+    ft__free(c);
     return st;
   }
   *out = c;
@@ -162,7 +162,7 @@ void ft__cuda_destroy(ft__cuda_t *c) {
   (void)cudaEventDestroy(c->ordered);
   (void)cudaStreamDestroy(c->stream);
   (void)cudaGetLastError();
-  free(c);
+  ft__free(c);
 }
 
 int ft__cuda_register_host(ft__cuda_t *c, void *ptr, size_t len) {
