@@ -24,6 +24,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ftrt.h"
 
@@ -112,19 +113,19 @@ static int find_device(char *msg, size_t msglen) {
 int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   *out = NULL;
   ft__msgf(FT_OK, msg, msglen, "%s", "");
-  ft__cuda_t *c = calloc(1, sizeof *c);
+  ft__cuda_t *c = ft__calloc(1, sizeof *c);
   if (!c)
     return ft__msgf(FT_ENOMEM, msg, msglen, "out of memory for the CUDA state");
   int st = find_device(msg, msglen);
   if (st != FT_OK) {
-    free(c);
+    ft__free(c);
     return st;
   }
   cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     st = record_cuda_error(c, e, "cudaStreamCreateWithFlags");
     ft__msgf(st, msg, msglen, "%s", c->err);
-    free(c);
+    ft__free(c);
     return st;
   }
   e = cudaEventCreateWithFlags(&c->ordered, cudaEventDisableTiming);
@@ -132,7 +133,7 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
     st = record_cuda_error(c, e, "cudaEventCreateWithFlags");
     ft__msgf(st, msg, msglen, "%s", c->err);
     (void)cudaStreamDestroy(c->stream);
-    free(c);
+    ft__free(c);
     return st;
   }
   *out = c;
@@ -147,7 +148,7 @@ void ft__cuda_destroy(ft__cuda_t *c) {
   (void)cudaEventDestroy(c->ordered);
   (void)cudaStreamDestroy(c->stream);
   (void)cudaGetLastError();
-  free(c);
+  ft__free(c);
 }
 
 int ft__cuda_register_host(ft__cuda_t *c, void *ptr, size_t len) {

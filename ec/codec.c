@@ -15,11 +15,11 @@
  */
 #include "ec/codec.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include <isa-l/erasure_code.h>
 
+#include "base/alloc.h"
 #include "ftrt.h"
 
 #define TBL_BYTES 32           /* ISA-L table bytes per coefficient */
@@ -58,22 +58,22 @@ static size_t default_piece(int n) {
 static void dec_free(struct dec_cache *d) {
   if (!d)
     return;
-  free(d->sub);
-  free(d->inv);
-  free(d->rows);
-  free(d->tbls);
-  free(d);
+  ft__free(d->sub);
+  ft__free(d->inv);
+  ft__free(d->rows);
+  ft__free(d->tbls);
+  ft__free(d);
 }
 
 static struct dec_cache *dec_alloc(int k, int m) {
-  struct dec_cache *d = calloc(1, sizeof(*d));
+  struct dec_cache *d = ft__calloc(1, sizeof(*d));
   if (!d)
     return NULL;
   size_t kk = (size_t)k * (size_t)k, mk = (size_t)(m ? m : 1) * (size_t)k;
-  d->sub = malloc(kk);
-  d->inv = malloc(kk);
-  d->rows = malloc(mk);
-  d->tbls = malloc(mk * TBL_BYTES);
+  d->sub = ft__malloc(kk);
+  d->inv = ft__malloc(kk);
+  d->rows = ft__malloc(mk);
+  d->tbls = ft__malloc(mk * TBL_BYTES);
   if (!d->sub || !d->inv || !d->rows || !d->tbls) {
     dec_free(d);
     return NULL;
@@ -84,10 +84,10 @@ static struct dec_cache *dec_alloc(int k, int m) {
 void ft__codec_destroy(ft__codec_t *c) {
   if (!c)
     return;
-  free(c->matrix);
-  free(c->enc_tbls);
+  ft__free(c->matrix);
+  ft__free(c->enc_tbls);
   dec_free(c->dec);
-  free(c);
+  ft__free(c);
 }
 
 int ft__codec_create(int k, int m, ft__codec_t **out) {
@@ -96,14 +96,14 @@ int ft__codec_create(int k, int m, ft__codec_t **out) {
   *out = NULL;
   if (k < 1 || m < 0 || k + m > FT_EC_MAX_CHUNKS)
     return FT_EINVAL;
-  ft__codec_t *c = calloc(1, sizeof(*c));
+  ft__codec_t *c = ft__calloc(1, sizeof(*c));
   if (!c)
     return FT_ENOMEM;
   c->k = k;
   c->m = m;
   c->piece = default_piece(k + m);
-  c->matrix = malloc((size_t)(k + m) * (size_t)k);
-  c->enc_tbls = malloc((size_t)(m ? m : 1) * (size_t)k * TBL_BYTES);
+  c->matrix = ft__malloc((size_t)(k + m) * (size_t)k);
+  c->enc_tbls = ft__malloc((size_t)(m ? m : 1) * (size_t)k * TBL_BYTES);
   c->dec = dec_alloc(k, m);
   if (!c->matrix || !c->enc_tbls || !c->dec) {
     ft__codec_destroy(c);

@@ -10,10 +10,12 @@
  */
 #include "ec/exchange.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ec/codec.h"
 #include "ec/crc.h"
@@ -158,8 +160,8 @@ static int finish(run_t *r, window_t *w, char *msg, size_t msglen) {
 static int alloc_windows(run_t *r) {
   size_t nreq = (size_t)(2 * r->k * r->x->m);
   for (int i = 0; i < 2; i++) {
-    r->w[i].req = malloc(nreq * sizeof(MPI_Request));
-    r->w[i].buf = malloc((size_t)(r->k * r->x->m) * r->x->piece_bytes);
+    r->w[i].req = ft__malloc(nreq * sizeof(MPI_Request));
+    r->w[i].buf = ft__malloc((size_t)(r->k * r->x->m) * r->x->piece_bytes);
     if (!r->w[i].req || !r->w[i].buf)
       return FT_ENOMEM;
     for (size_t q = 0; q < nreq; q++)
@@ -170,8 +172,8 @@ static int alloc_windows(run_t *r) {
 
 static void free_run(run_t *r) {
   for (int i = 0; i < 2; i++) {
-    free(r->w[i].req);
-    free(r->w[i].buf);
+    ft__free(r->w[i].req);
+    ft__free(r->w[i].buf);
   }
   ft__codec_destroy(r->codec);
 }
@@ -214,11 +216,12 @@ int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
   int rc = ft__codec_create(r.k, x->m, &r.codec);
   if (rc == FT_OK)
     rc = alloc_windows(&r);
-  if (rc == FT_OK)
-    rc = pipeline(&r, msg, msglen);
-  /* After a failure, receives may still be posted into the windows: keep
-   * them (the SMP stops on any encode error) rather than free live buffers. */
-  if (rc == FT_OK)
-    free_run(&r);
+  if (rc == FT_OK && (rc = pipeline(&r, msg, msglen)) != FT_OK) {
+    /* Receives may still be posted into the windows: keep them (the SMP
+     * stops on any encode error) rather than free live buffers. */
+    ft__codec_destroy(r.codec);
+    return rc;
+  }
+  free_run(&r); /* nothing was posted if the allocations failed */
   return rc;
 }

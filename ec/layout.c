@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ftrt.h"
 
@@ -206,24 +207,24 @@ static int domain_fail(int nnodes, int k, int m, int groups, int count,
 void ft__groups_free(ft__groups_t *g) {
   if (!g)
     return;
-  free(g->group_of);
-  free(g->pos_of);
-  free(g->size);
+  ft__free(g->group_of);
+  ft__free(g->pos_of);
+  ft__free(g->size);
   if (g->members)
-    free(g->members[0]); /* one block holds every group's members */
-  free(g->members);
+    ft__free(g->members[0]); /* one block holds every group's members */
+  ft__free(g->members);
   memset(g, 0, sizeof(*g));
 }
 
 static int alloc_groups(ft__groups_t *g, int nnodes, int ngroups, int n) {
   g->nnodes = nnodes;
   g->ngroups = ngroups;
-  g->group_of = malloc(sizeof(int) * (size_t)nnodes);
-  g->pos_of = malloc(sizeof(int) * (size_t)nnodes);
-  g->size = malloc(sizeof(int) * (size_t)ngroups);
-  g->members = calloc((size_t)ngroups, sizeof(int *));
+  g->group_of = ft__malloc(sizeof(int) * (size_t)nnodes);
+  g->pos_of = ft__malloc(sizeof(int) * (size_t)nnodes);
+  g->size = ft__malloc(sizeof(int) * (size_t)ngroups);
+  g->members = ft__calloc((size_t)ngroups, sizeof(int *));
   if (!g->group_of || !g->pos_of || !g->size || !g->members ||
-      !(g->members[0] = malloc(sizeof(int) * (size_t)nnodes))) {
+      !(g->members[0] = ft__malloc(sizeof(int) * (size_t)nnodes))) {
     ft__groups_free(g);
     return FT_ENOMEM;
   }
@@ -270,7 +271,7 @@ static void index_members(ft__groups_t *g) {
 static int form_dealt(int nnodes, const char *const *domains, int k, int m,
                       ft__groups_t *out, char *msg, size_t msglen) {
   int big, groups = nnodes / (k + m), rc = FT_OK;
-  struct dnode *v = malloc(sizeof(*v) * (size_t)nnodes);
+  struct dnode *v = ft__malloc(sizeof(*v) * (size_t)nnodes);
   if (!v)
     return FT_ENOMEM;
   int count = largest_domain(v, nnodes, domains, &big);
@@ -279,7 +280,7 @@ static int form_dealt(int nnodes, const char *const *domains, int k, int m,
                      msg, msglen);
   else if (!(rc = alloc_groups(out, nnodes, groups, k + m)))
     deal(out, v);
-  free(v);
+  ft__free(v);
   return rc;
 }
 

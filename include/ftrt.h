@@ -67,6 +67,28 @@ typedef enum {
 FT_EXTERN const char *ft_strerror(int status);
 FT_EXTERN const char *ft_err_name(int status);
 
+/*
+ * Replace the functions ftrt allocates its own memory with (libuv's
+ * uv_replace_allocator): for an allocator of the application's, or a
+ * failing one in out-of-memory tests.  The four must behave as the C
+ * library's malloc, realloc, calloc and free; ftrt never asks them for 0
+ * bytes.  FT_EINVAL, and nothing replaced, if any is NULL.
+ * Call it before ft_init, before any other ftrt call.  Replacing it later is
+ * allowed only while no ftrt object is alive (no context, nothing ftrt
+ * allocated), because a block is freed by whichever free_fn is in place
+ * then.  Not thread-safe: no other thread may be inside ftrt meanwhile.
+ * The defaults are malloc, realloc, calloc and free; passing them back
+ * restores them.
+ */
+typedef void *(*ft_malloc_fn)(size_t size);
+typedef void *(*ft_realloc_fn)(void *ptr, size_t size);
+typedef void *(*ft_calloc_fn)(size_t count, size_t size);
+typedef void (*ft_free_fn)(void *ptr);
+
+FT_EXTERN int ft_replace_allocator(ft_malloc_fn malloc_fn,
+                                   ft_realloc_fn realloc_fn,
+                                   ft_calloc_fn calloc_fn, ft_free_fn free_fn);
+
 /* Opaque per-process context; created by ft_init, freed by ft_finalize. */
 typedef struct ft_ctx ft_ctx_t;
 

@@ -13,10 +13,10 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ec/codec.h"
 #include "recovery/rebuild.h"
@@ -112,43 +112,72 @@ static int count_corrupt(ft__restore_t *r) {
 
 /* ---- spares ---- */
 
+/* Tags of the point-to-point messages of the rebuild. */
+enum { TAG_META_LEN = 1, TAG_META = 2, TAG_PIECE = 3, TAG_META_ROOM = 5 };
+
+/* The survivor's side of send_meta: the length, and the bytes once the
+ * spare says it has room for them (a spare out of memory must not leave
+ * the survivor blocked in a send nobody receives). */
+static int give_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  char msg[256] = "";
+  int rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
+  if (rc == FT_OK && (rc = ft__meta_encode(out, &buf, &len)))
+    ft__msgf(rc, msg, sizeof(msg), "%s: cannot encode the metadata of node %d",
+             r->host, node);
+  if (rc)
+    ft__rsay(r, rc, "%s", msg);
+  int64_t l = rc == FT_OK ? (int64_t)len : rc; /* < 0: the status */
+  int room = 0;
+  MPI_Send(&l, 1, MPI_INT64_T, spare, TAG_META_LEN, r->comm);
+  if (l > 0)
+    MPI_Recv(&room, 1, MPI_INT, spare, TAG_META_ROOM, r->comm,
+             MPI_STATUS_IGNORE);
+  if (room)
+    MPI_Send(buf, (int)l, MPI_BYTE, spare, TAG_META, r->comm);
+  ft__free(buf);
+  return rc;
+}
+
+static int take_meta(ft__restore_t *r, int from, ft__meta_t *out) {
+  int64_t l = 0;
+  char msg[256];
+  MPI_Recv(&l, 1, MPI_INT64_T, from, TAG_META_LEN, r->comm, MPI_STATUS_IGNORE);
+  if (l <= 0) { /* the survivor could not read it: its status, its message */
+    r->msg[0] = '\0';
+    return l < 0 ? (int)l : FT_ECORRUPT;
+  }
+  uint8_t *buf = ft__malloc((size_t)l);
+  int room = buf != NULL, rc;
+  MPI_Send(&room, 1, MPI_INT, from, TAG_META_ROOM, r->comm);
+  if (!room)
+    return ft__rsay(r, FT_ENOMEM, "%s: no memory for %llu bytes of metadata",
+                    r->host, (unsigned long long)l);
+  MPI_Recv(buf, (int)l, MPI_BYTE, from, TAG_META, r->comm, MPI_STATUS_IGNORE);
+  rc = ft__meta_decode(buf, (size_t)l, out, "group.meta", msg, sizeof(msg));
+  if (rc)
+    ft__rsay(r, rc, "%s", msg);
+  ft__free(buf);
+  return rc;
+}
+
 /* A survivor of the lost node's group hands the spare that node's tables. */
 static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
   int g = r->group_of[node], from = -1;
   for (int p = 0; p < r->gsize[g] && from < 0; p++)
     from = r->rank_of_node[r->members[g][p]];
-  uint8_t *buf = NULL;
-  size_t len = 0;
-  int rc = FT_OK;
-  char msg[256] = "";
   if (r->rank == from && from == spare) {
-    rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
-    if (rc)
-      ft__rsay(r, rc, "%s", msg);
-  } else if (r->rank == from) {
-    rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
-    if (rc == FT_OK && (rc = ft__meta_encode(out, &buf, &len)))
-      ft__msgf(rc, msg, sizeof(msg),
-               "%s/group.meta: cannot encode the metadata of node %d", r->dir,
-               node);
-    if (rc)
-      ft__rsay(r, rc, "%s", msg);
-    uint64_t l = rc == FT_OK ? len : 0;
-    MPI_Send(&l, 1, MPI_UINT64_T, spare, 1, r->comm);
-    if (l)
-      MPI_Send(buf, (int)l, MPI_BYTE, spare, 2, r->comm);
-  } else if (r->rank == spare) {
-    uint64_t l = 0;
-    MPI_Recv(&l, 1, MPI_UINT64_T, from, 1, r->comm, MPI_STATUS_IGNORE);
-    if (l && (buf = malloc(l))) {
-      MPI_Recv(buf, (int)l, MPI_BYTE, from, 2, r->comm, MPI_STATUS_IGNORE);
-      rc = ft__meta_decode(buf, l, out, "group.meta", msg, sizeof(msg));
-    } else {
-      rc = FT_ECORRUPT;
-    }
+    char msg[256];
+    int rc =
+        ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
+    return rc ? ft__rsay(r, rc, "%s", msg) : FT_OK;
   }
-  free(buf);
-  return rc;
+  if (r->rank == from)
+    return give_meta(r, node, spare, out);
+  if (r->rank == spare)
+    return take_meta(r, from, out);
+  return FT_OK;
 }
 
 /* A stale store (survey.c) holds nothing of the current layout: remove
@@ -234,23 +263,28 @@ static void sources(const ft__restore_t *r, task_t *t) {
   }
 }
 
-/* All pieces go out at once, straight from the slot; MPI paces them. */
+/* The pieces go out straight from the slot, SEND_BATCH at a time (the
+ * owner receives them in order, posting each piece before it decodes the
+ * previous one, so every batch completes). */
+#define SEND_BATCH 64
+
 static int send_chunk(ft__restore_t *r, const task_t *t, int i) {
   const ft__slot_t *sl = &r->slot[r->my_slot];
   const uint8_t *src = ft__slot_chunk(sl, (uint32_t)t->src_role[i]);
   size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
   size_t np = (chunk + piece - 1) / piece;
-  MPI_Request *req = malloc((np + 1) * sizeof(*req));
-  if (!req)
-    return FT_ENOMEM;
-  for (size_t q = 0; q < np; q++) {
-    size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
-    MPI_Isend(src + off, (int)len, MPI_BYTE, t->owner, 3, r->comm, &req[q]);
+  MPI_Request req[SEND_BATCH];
+  int rc = FT_OK;
+  for (size_t first = 0; first < np && rc == FT_OK; first += SEND_BATCH) {
+    int nb = 0;
+    for (size_t q = first; q < np && nb < SEND_BATCH; q++, nb++) {
+      size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
+      MPI_Isend(src + off, (int)len, MPI_BYTE, t->owner, TAG_PIECE, r->comm,
+                &req[nb]);
+    }
+    if (MPI_Waitall(nb, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      rc = FT_EMPI;
   }
-  int rc = MPI_Waitall((int)np, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS
-               ? FT_OK
-               : FT_EMPI;
-  free(req);
   return rc;
 }
 
@@ -276,7 +310,8 @@ static void post_piece(ft__restore_t *r, const task_t *t, uint8_t **chunks,
              len);
       req[i] = MPI_REQUEST_NULL;
     } else {
-      MPI_Irecv(to, (int)len, MPI_BYTE, t->src_rank[i], 3, r->comm, &req[i]);
+      MPI_Irecv(to, (int)len, MPI_BYTE, t->src_rank[i], TAG_PIECE, r->comm,
+                &req[i]);
     }
   }
 }
@@ -327,19 +362,15 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
   return rc;
 }
 
-static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs) {
+static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs,
+                    ft__codec_t *const *codec) {
   sources(r, t);
   for (int i = 0; i < ft__group_k(r, t->g) && t->owner != r->rank; i++)
     if (t->src_rank[i] == r->rank)
       return send_chunk(r, t, i);
   if (t->owner != r->rank)
     return FT_OK;
-  ft__codec_t *codec;
-  int rc = ft__codec_create(ft__group_k(r, t->g), r->m, &codec);
-  if (rc == FT_OK)
-    rc = decode_chunk(r, t, codec, bufs);
-  ft__codec_destroy(codec);
-  return rc;
+  return decode_chunk(r, t, codec[ft__group_k(r, t->g)], bufs);
 }
 
 static int owner_of(const ft__restore_t *r, int node, const int *helper_of) {
@@ -368,14 +399,29 @@ static int count_tasks(const ft__restore_t *r) {
   return total;
 }
 
-static int rebuild_all(ft__restore_t *r, const int *helper_of) {
-  int widest = 0;
+/* Room to decode and a codec for every group's k, made before the first
+ * task: an owner must not fail for memory while its sources send to it. */
+static int alloc_decode(ft__restore_t *r, uint8_t **bufs, ft__codec_t **codec) {
+  int widest = 0, rc = FT_OK;
   for (int g = 0; g < r->ngroups; g++)
     widest = r->gsize[g] > widest ? r->gsize[g] : widest;
-  uint8_t *bufs = malloc((size_t)(2 * widest) * r->piece_bytes);
-  if (!bufs)
-    return FT_ENOMEM;
-  int rc = FT_OK, done = 0, total = count_tasks(r);
+  if (!(*bufs = ft__malloc((size_t)(2 * widest) * r->piece_bytes)))
+    rc = FT_ENOMEM;
+  for (int g = 0; rc == FT_OK && g < r->ngroups; g++) {
+    int k = ft__group_k(r, g);
+    if (!codec[k])
+      rc = ft__codec_create(k, r->m, &codec[k]);
+  }
+  if (rc == FT_ENOMEM)
+    ft__rsay(r, rc, "%s: out of memory for the decode buffers", r->host);
+  return rc;
+}
+
+static int rebuild_all(ft__restore_t *r, const int *helper_of) {
+  uint8_t *bufs = NULL;
+  ft__codec_t *codec[FT_RESTORE_MAX_GROUP] = {0};
+  int rc = ft__ragree(r, alloc_decode(r, &bufs, codec));
+  int done = 0, total = count_tasks(r);
   for (int g = 0; g < r->ngroups && rc == FT_OK; g++)
     for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
       for (int role = 0; role < r->gsize[g] && rc == FT_OK; role++) {
@@ -385,10 +431,12 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of) {
         task_t t = {.g = g, .s = s, .role = role, .node = node,
                     .owner = owner_of(r, node, helper_of)};
         progress(r, &t, node, ++done, total);
-        rc = run_task(r, &t, bufs);
+        rc = run_task(r, &t, bufs, codec);
         r->bytes_rebuilt += r->chunk_of_group[g];
       }
-  free(bufs);
+  for (int k = 0; k < FT_RESTORE_MAX_GROUP; k++)
+    ft__codec_destroy(codec[k]);
+  ft__free(bufs);
   return rc;
 }
 
@@ -485,7 +533,7 @@ static int shrunk_meta(ft__restore_t *r) {
     return rc;
   rc = ft__store_write_file(r->dir, "meta.next", buf, len, r->msg,
                             sizeof(r->msg));
-  free(buf);
+  ft__free(buf);
   return rc;
 }
 
@@ -557,25 +605,28 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
 }
 
 int ft__rebuild(ft__restore_t *r) {
-  int *helper_of = calloc((size_t)r->nnodes, sizeof(int));
-  ft__meta_t *spare_meta = calloc(1, sizeof(*spare_meta));
-  if (!helper_of || !spare_meta)
-    return FT_ENOMEM;
-  assign_helpers(r, helper_of);
-  r->ncorrupt = count_corrupt(r);
-  int rc = check_recoverable(r);
-  for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
-    if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
-      rc = ft__rsay(r, FT_EINVAL,
-               "replace mode needs %d spare node(s) (nodes without a store "
-               "of this job), this launch has fewer: add spares or use "
-               "--mode shrink",
-               r->nlost);
-  r->adopted = calloc((size_t)r->nnodes, sizeof(ft__slot_t));
+  int *helper_of = ft__calloc((size_t)r->nnodes, sizeof(int));
+  ft__meta_t *spare_meta = ft__calloc(1, sizeof(*spare_meta));
+  r->adopted = ft__calloc((size_t)r->nnodes, sizeof(ft__slot_t));
   for (int node = 0; r->adopted && node < r->nnodes; node++)
     r->adopted[node].fd = -1;
-  if (rc == FT_OK && !r->adopted)
-    rc = FT_ENOMEM;
+  int rc = FT_OK;
+  if (!helper_of || !spare_meta || !r->adopted)
+    rc = ft__rsay(r, FT_ENOMEM, "%s: out of memory planning the rebuild",
+                  r->host);
+  if ((rc = ft__ragree(r, rc)))
+    goto out;
+  assign_helpers(r, helper_of);
+  r->ncorrupt = count_corrupt(r);
+  rc = check_recoverable(r);
+  for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
+    if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
+      rc =
+          ft__rsay(r, FT_EINVAL,
+                   "replace mode needs %d spare node(s) (nodes without a store "
+                   "of this job), this launch has fewer: add spares or use "
+                   "--mode shrink",
+                   r->nlost);
   if (rc == FT_OK)
     print_plan(r, helper_of);
   if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt && !r->resync))
@@ -603,7 +654,7 @@ int ft__rebuild(ft__restore_t *r) {
                                    : write_epoch(r, spare_meta, helper_of));
   r->seconds = MPI_Wtime() - t0;
 out:
-  free(helper_of);
-  free(spare_meta);
+  ft__free(helper_of);
+  ft__free(spare_meta);
   return rc;
 }

@@ -7,30 +7,38 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "recovery/survey.h"
 
+#include "base/alloc.h"
 #include "base/error.h"
 
-static void read_members(ft__restore_t *r, ft__rnode_t *me) {
-  ft__meta_t *tmp = malloc(sizeof(*tmp));
+/* The nodes of this node's group, from group.meta (a position without an
+ * entry stays -1: the table may be missing).  FT_ENOMEM only. */
+static int read_members(ft__restore_t *r, ft__rnode_t *me) {
+  ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
   char msg[256];
+  int rc = tmp ? FT_OK : FT_ENOMEM;
   for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
     me->members[p] = -1;
   me->members[me->pos] = (int16_t)me->node;
-  for (int p = 0; tmp && p < me->gsize && p < FT_RESTORE_MAX_GROUP; p++)
-    if (ft__group_meta_read(r->dir, p, tmp, msg, sizeof(msg)) == FT_OK)
+  for (int p = 0; !rc && p < me->gsize && p < FT_RESTORE_MAX_GROUP; p++) {
+    int grc = ft__group_meta_read(r->dir, p, tmp, msg, sizeof(msg));
+    if (grc == FT_OK)
       me->members[p] = (int16_t)tmp->node;
-  free(tmp);
+    else if (grc == FT_ENOMEM)
+      rc = grc;
+  }
+  ft__free(tmp);
+  return rc;
 }
 
 static void read_local(ft__restore_t *r, ft__rnode_t *me) {
   memset(me, 0, sizeof(*me));
   snprintf(me->host, sizeof(me->host), "%s", r->host);
-  r->meta = calloc(1, sizeof(*r->meta));
+  r->meta = ft__calloc(1, sizeof(*r->meta));
   int rc = r->meta ? ft__meta_read(r->dir, r->meta, me->err_msg,
                                    sizeof(me->err_msg))
                    : FT_ENOMEM;
@@ -44,10 +52,13 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
     me->pos = (int32_t)r->meta->pos;
     me->gsize = (int32_t)r->meta->group_size;
     me->epoch = r->meta->epoch;
-    read_members(r, me);
-  } else if (rc != FT_ENOENT) {
-    me->err = rc;
+    rc = read_members(r, me);
   }
+  if (rc == FT_ENOMEM)
+    snprintf(me->err_msg, sizeof(me->err_msg),
+             "%s: out of memory reading the metadata", r->dir);
+  if (rc != FT_OK && rc != FT_ENOENT)
+    me->err = rc;
   for (int i = 0; i < FT_NSLOTS; i++) {
     char msg[256];
     r->slot[i].fd = -1;
@@ -79,10 +90,10 @@ static int holds(const ft__rnode_t *n, uint64_t v) {
  * out), and when epoch != 0 only those of that layout epoch. */
 static int common_version(const ft__restore_t *r, uint64_t epoch,
                           uint64_t *v) {
-  uint64_t *held = calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
-  unsigned char *ignore = calloc((size_t)r->size, 1);
+  uint64_t *held = ft__calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
+  unsigned char *ignore = ft__calloc((size_t)r->size, 1);
   if (!held || !ignore) {
-    free(held), free(ignore);
+    ft__free(held), ft__free(ignore);
     return FT_ENOMEM;
   }
   for (int i = 0; i < r->size; i++) {
@@ -92,7 +103,7 @@ static int common_version(const ft__restore_t *r, uint64_t epoch,
     ignore[i] = !n->has_meta || (epoch && n->epoch != epoch);
   }
   *v = ft__newest_common(held, r->size, ignore);
-  free(held), free(ignore);
+  ft__free(held), ft__free(ignore);
   return FT_OK;
 }
 
@@ -173,15 +184,17 @@ static int check_layout(ft__restore_t *r) {
 
 static int alloc_layout(ft__restore_t *r) {
   int n = r->nnodes;
-  r->rank_of_node = malloc((size_t)n * sizeof(int));
-  r->group_of = malloc((size_t)n * sizeof(int));
-  r->pos_of = malloc((size_t)n * sizeof(int));
-  r->gsize = calloc((size_t)n, sizeof(int));
-  r->members = calloc((size_t)n, sizeof(*r->members));
-  r->hosts = calloc((size_t)n, FT_NAME_MAX);
+  r->rank_of_node = ft__malloc((size_t)n * sizeof(int));
+  r->group_of = ft__malloc((size_t)n * sizeof(int));
+  r->pos_of = ft__malloc((size_t)n * sizeof(int));
+  r->gsize = ft__calloc((size_t)n, sizeof(int));
+  r->members = ft__calloc((size_t)n, sizeof(*r->members));
+  r->hosts = ft__calloc((size_t)n, FT_NAME_MAX);
+  r->bad = ft__calloc((size_t)r->size, FT_MAX_CHUNKS); /* for check_chunks */
   if (!r->rank_of_node || !r->group_of || !r->pos_of || !r->gsize ||
-      !r->members || !r->hosts)
-    return FT_ENOMEM;
+      !r->members || !r->hosts || !r->bad)
+    return ft__rsay(r, FT_ENOMEM, "%s: out of memory for %d nodes' layout",
+                    r->host, n);
   for (int i = 0; i < n; i++)
     r->rank_of_node[i] = r->group_of[i] = r->pos_of[i] = -1;
   return FT_OK;
@@ -239,8 +252,9 @@ static int share_hosts(ft__restore_t *r) {
 }
 
 static int pick_version(ft__restore_t *r) {
-  if (common_version(r, 0, &r->version))
-    return FT_ENOMEM;
+  int rc = common_version(r, 0, &r->version);
+  if (rc)
+    return ft__rsay(r, rc, "%s: out of memory choosing the version", r->host);
   if (!r->version)
     return ft__rsay(r, FT_ENOSNAPSHOT,
                "no version of job '%s' is held committed by every surviving "
@@ -266,9 +280,6 @@ static int check_chunks(ft__restore_t *r) {
     for (uint32_t c = 0; c < s->hdr->k + s->hdr->m; c++)
       mine[c] = ft__slot_chunk_crc(s, c) != s->hdr->crc[c];
   }
-  r->bad = calloc((size_t)r->size, FT_MAX_CHUNKS);
-  if (!r->bad)
-    return FT_ENOMEM;
   if (MPI_Allgather(mine, FT_MAX_CHUNKS, MPI_BYTE, r->bad, FT_MAX_CHUNKS,
                     MPI_BYTE, r->comm) != MPI_SUCCESS)
     return FT_EMPI;
@@ -283,28 +294,47 @@ typedef struct pending {
   uint64_t next_epoch, cur_epoch; /* 0: none */
 } pending_t;
 
-static uint64_t epoch_of(const char *dir, const char *name) {
+/* The epoch of dir/name in *e, 0 when it is missing or unreadable (as if
+ * absent); FT_ENOMEM is an error: a file that is there must not be taken
+ * for missing. */
+static int epoch_of(const char *dir, const char *name, uint64_t *e) {
   uint8_t *buf;
   size_t len;
-  uint64_t e = 0;
   char msg[256], path[FT_PATH_MAX + 16];
-  ft__meta_t *m = malloc(sizeof(*m));
+  *e = 0;
+  ft__meta_t *m = ft__malloc(sizeof(*m));
+  if (!m)
+    return FT_ENOMEM;
   snprintf(path, sizeof(path), "%s/%s", dir, name);
-  if (m && ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg,
-                               sizeof(msg)) == FT_OK) {
-    if (ft__meta_decode(buf, len, m, path, msg, sizeof(msg)) == FT_OK)
-      e = m->epoch;
-    free(buf);
+  int rc =
+      ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg, sizeof(msg));
+  if (rc == FT_OK) {
+    rc = ft__meta_decode(buf, len, m, path, msg, sizeof(msg));
+    if (rc == FT_OK)
+      *e = m->epoch;
+    ft__free(buf);
   }
-  free(m);
-  return e;
+  ft__free(m);
+  return rc == FT_ENOMEM ? rc : FT_OK;
 }
 
-static int resolve_pending(ft__restore_t *r) {
-  pending_t mine = {epoch_of(r->dir, "meta.next"), epoch_of(r->dir, "meta")};
-  pending_t *all = calloc((size_t)r->size, sizeof(*all));
-  if (!all)
-    return FT_ENOMEM;
+/* Collective, whatever rc says: it is agreed on (with this rank's own
+ * reading) before the allgather. */
+static int resolve_pending(ft__restore_t *r, int rc) {
+  pending_t mine = {0, 0};
+  if (rc == FT_OK)
+    rc = epoch_of(r->dir, "meta.next", &mine.next_epoch);
+  if (rc == FT_OK)
+    rc = epoch_of(r->dir, "meta", &mine.cur_epoch);
+  pending_t *all = ft__calloc((size_t)r->size, sizeof(*all));
+  if (rc == FT_OK && !all)
+    rc = FT_ENOMEM;
+  if (rc == FT_ENOMEM)
+    ft__rsay(r, rc, "%s: out of memory surveying %s", r->host, r->dir);
+  if ((rc = ft__ragree(r, rc))) {
+    ft__free(all);
+    return rc;
+  }
   MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
                 r->comm);
   uint64_t e = 0;
@@ -317,8 +347,7 @@ static int resolve_pending(ft__restore_t *r) {
       forward = 0;
   }
   forward = forward && switched;
-  free(all);
-  int rc = FT_OK;
+  ft__free(all);
   if (mine.next_epoch && forward)
     rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
   else if (mine.next_epoch) {
@@ -332,15 +361,16 @@ static int resolve_pending(ft__restore_t *r) {
   return rc;
 }
 
+/* Every step that can fail on one rank alone (memory) is agreed on before
+ * the next collective; the others fail alike everywhere, since every rank
+ * derives them from the same allgathered summaries. */
 int ft__survey(ft__restore_t *r) {
   ft__rnode_t me;
-  int prc = ft__ragree(r, resolve_pending(r));
+  r->all = ft__calloc((size_t)r->size, sizeof(ft__rnode_t));
+  int prc = ft__ragree(r, resolve_pending(r, r->all ? FT_OK : FT_ENOMEM));
   if (prc)
     return prc;
   read_local(r, &me);
-  r->all = calloc((size_t)r->size, sizeof(ft__rnode_t));
-  if (!r->all)
-    return FT_ENOMEM;
   if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, r->all, sizeof(me), MPI_BYTE,
                     r->comm) != MPI_SUCCESS)
     return FT_EMPI;
@@ -348,13 +378,13 @@ int ft__survey(ft__restore_t *r) {
   if (rc == FT_OK)
     rc = check_layout(r);
   if (rc == FT_OK)
-    rc = alloc_layout(r);
+    rc = ft__ragree(r, alloc_layout(r));
   if (rc == FT_OK)
     rc = share_hosts(r);
   if (rc == FT_OK)
     rc = map_nodes(r);
   if (rc == FT_OK)
-    rc = pick_version(r);
+    rc = ft__ragree(r, pick_version(r));
   if (rc == FT_OK)
     rc = check_chunks(r);
   return rc;

@@ -8,9 +8,9 @@
  * as lost stripes by the layout.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ec/codec.h"
 #include "recovery/restore.h"
@@ -79,8 +79,9 @@ static int check_stripe(ft__restore_t *r, int g, int s, uint8_t *buf,
   uint8_t *held[FT_MAX_CHUNKS];
   uint8_t *scratch = buf + (size_t)n * piece;
   ft__codec_t *codec = NULL;
-  if (r->rank == checker && ft__codec_create(k, r->m, &codec))
-    return FT_ENOMEM;
+  /* A checker without a codec still receives the stripe, so that nobody
+   * is left in a send; it reports the failure afterwards. */
+  int rc = r->rank == checker ? ft__codec_create(k, r->m, &codec) : FT_OK;
   int parity_bad = 0;
   for (size_t off = 0; off < chunk; off += piece) {
     size_t len = chunk - off < piece ? chunk - off : piece;
@@ -99,18 +100,21 @@ static int check_stripe(ft__restore_t *r, int g, int s, uint8_t *buf,
         MPI_Recv(held[role], (int)len, MPI_BYTE, owner, 4, r->comm,
                  MPI_STATUS_IGNORE);
     }
-    if (r->rank != checker)
+    if (r->rank != checker || rc)
       continue;
     parity_bad |= check_parity(r, g, len, held, scratch, codec);
     if (r->opts.verify_losses)
       check_losses(r, g, s, len, held, scratch, codec, t);
   }
-  if (r->rank == checker) {
+  if (r->rank == checker && rc == FT_OK) {
     t->stripes++;
     t->parity_bad += parity_bad;
   }
   ft__codec_destroy(codec);
-  return FT_OK;
+  if (rc)
+    ft__rsay(r, rc, "%s: cannot make a %d+%d codec to check group %d", r->host,
+             k, r->m, g);
+  return rc;
 }
 
 static void report(ft__restore_t *r, const tally_t *sum) {
@@ -143,15 +147,24 @@ int ft__verify(ft__restore_t *r) {
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)
     widest = r->gsize[g] > widest ? r->gsize[g] : widest;
-  uint8_t *buf = malloc((size_t)(2 * widest) * piece);
-  if (!buf)
-    return FT_ENOMEM;
-  tally_t t = {0}, sum = {0};
+  uint8_t *buf = ft__malloc((size_t)(2 * widest) * piece);
   int rc = FT_OK;
-  for (int g = 0; g < r->ngroups && rc == FT_OK; g++)
-    for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
-      rc = check_stripe(r, g, s, buf, &t);
-  free(buf);
+  if (!buf)
+    rc = ft__rsay(r, FT_ENOMEM, "%s: out of memory for the stripe buffers",
+                  r->host);
+  if ((rc = ft__ragree(r, rc))) {
+    ft__free(buf);
+    return rc;
+  }
+  tally_t t = {0}, sum = {0};
+  /* Every rank walks every stripe, whatever failed here: the checker of a
+   * stripe waits for its members' pieces. */
+  for (int g = 0; g < r->ngroups; g++)
+    for (int s = 0; s < r->gsize[g]; s++) {
+      int src = check_stripe(r, g, s, buf, &t);
+      rc = rc ? rc : src;
+    }
+  ft__free(buf);
   MPI_Reduce(&t, &sum, 5, MPI_LONG, MPI_SUM, 0, r->comm);
   long bad = sum.parity_bad + sum.decode_bad;
   MPI_Bcast(&bad, 1, MPI_LONG, 0, r->comm);

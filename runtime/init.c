@@ -9,11 +9,13 @@
  * no rank is left waiting in a collective that the others abandoned.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/agree.h"
+#include "base/alloc.h"
 #include "base/error.h"
 #include "runtime/ctx.h"
 #include "runtime/smp.h"
@@ -82,10 +84,11 @@ static void free_comms(ft_ctx_t *c) {
 static void destroy(ft_ctx_t *c) {
   if (!c)
     return;
+  ft__smp_free(c);
   free_comms(c);
   ft__ctl_detach(c->ctl);
   int owned = c->mpi_owned;
-  free(c);
+  ft__free(c);
   if (owned)
     MPI_Finalize();
 }
@@ -121,14 +124,14 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
     return FT_EINVAL;
   *ctx = NULL;
   *app_comm = MPI_COMM_NULL;
-  ft_ctx_t *c = calloc(1, sizeof(*c));
+  ft_ctx_t *c = ft__calloc(1, sizeof(*c));
   if (!c)
     return FT_ENOMEM;
   c->node_comm = c->app_comm = c->smp_comm = MPI_COMM_NULL;
   ft__log_init(&c->log, FT_LOG_WARN, "?", -1, "init");
   int rc = start_mpi(c, argc, argv);
   if (rc) {
-    free(c);
+    ft__free(c);
     return rc;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &c->world_rank);

@@ -24,6 +24,7 @@
 #include "runtime/reslice.h"
 
 #include "base/agree.h"
+#include "base/alloc.h"
 #include "base/error.h"
 
 /* One old rank held by the calling server. */
@@ -108,8 +109,8 @@ static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
 
 static int open_server(ft_ctx_t *c, server_t *sv, ft__slot_t *own) {
   char msg[512];
-  sv->meta = malloc(sizeof(*sv->meta));
-  ft__meta_t *tmp = malloc(sizeof(*tmp));
+  sv->meta = ft__malloc(sizeof(*sv->meta));
+  ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
   int rc = sv->meta && tmp ? FT_OK : FT_ENOMEM;
   if (rc == FT_OK && (rc = ft__meta_read(c->dir, sv->meta, msg, sizeof(msg))))
     FT_LOGE(&c->log, "ft_restore: %s", msg);
@@ -117,30 +118,35 @@ static int open_server(ft_ctx_t *c, server_t *sv, ft__slot_t *own) {
     hold(sv, sv->meta, own);
     rc = open_adopted(c, sv, tmp);
   }
-  free(tmp);
+  ft__free(tmp);
   return rc;
 }
 
 static void close_server(server_t *sv) {
   for (int i = 0; i < sv->nadopted; i++)
     ft__slot_close(&sv->adopted[i]);
-  free(sv->meta);
+  ft__free(sv->meta);
 }
 
-/* Every old rank's table, with the app rank that serves it. */
+/* Every old rank's table, with the app rank that serves it.  Collective;
+ * each allocation is agreed on before the collective that needs it, so a
+ * rank out of memory leaves nobody waiting. */
 static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
                         int *nall) {
   int me, n;
   MPI_Comm_rank(c->app_comm, &me);
   MPI_Comm_size(c->app_comm, &n);
-  entry_t *mine = calloc((size_t)sv->nheld + 1, sizeof(entry_t));
+  *all = NULL;
+  *nall = 0;
+  entry_t *mine = ft__calloc((size_t)sv->nheld, sizeof(entry_t));
   int cnt = sv->nheld * (int)sizeof(entry_t);
   for (int i = 0; mine && i < sv->nheld; i++) {
     mine[i].rec = sv->held[i].rec;
     mine[i].server = me;
   }
-  int *counts = calloc((size_t)n, sizeof(int)), *displs = calloc((size_t)n, sizeof(int));
-  int rc = mine && counts && displs ? FT_OK : FT_ENOMEM;
+  int *counts = ft__calloc((size_t)n, sizeof(int));
+  int *displs = ft__calloc((size_t)n, sizeof(int));
+  int rc = ft__agree(c->app_comm, mine && counts && displs ? FT_OK : FT_ENOMEM);
   if (rc == FT_OK)
     MPI_Allgather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, c->app_comm);
   size_t total = 0;
@@ -148,16 +154,16 @@ static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
     displs[i] = (int)total;
     total += (size_t)counts[i];
   }
-  *all = rc == FT_OK ? malloc(total + 1) : NULL;
-  if (rc == FT_OK && !*all)
-    rc = FT_ENOMEM;
   if (rc == FT_OK)
+    rc = ft__agree(c->app_comm, (*all = ft__malloc(total)) ? FT_OK : FT_ENOMEM);
+  if (rc == FT_OK) {
     MPI_Allgatherv(mine, cnt, MPI_BYTE, *all, counts, displs, MPI_BYTE,
                    c->app_comm);
-  *nall = (int)(total / sizeof(entry_t));
-  free(mine);
-  free(counts);
-  free(displs);
+    *nall = (int)(total / sizeof(entry_t));
+  }
+  ft__free(mine);
+  ft__free(counts);
+  ft__free(displs);
   return rc;
 }
 
@@ -170,11 +176,12 @@ static const ft__buf_rec_t *find_buf(const ft__rank_rec_t *r, const char *name) 
 
 static int add_want(want_t **w, int *n, int *cap, want_t x) {
   if (*n == *cap) {
-    *cap = *cap ? 2 * *cap : 64;
-    want_t *p = realloc(*w, (size_t)*cap * sizeof(want_t));
+    int grown = *cap ? 2 * *cap : 64;
+    want_t *p = ft__realloc(*w, (size_t)grown * sizeof(want_t));
     if (!p)
       return FT_ENOMEM;
     *w = p;
+    *cap = grown;
   }
   (*w)[(*n)++] = x;
   return FT_OK;
@@ -218,7 +225,7 @@ static int by_dst(const void *a, const void *b) {
 static int plan_buffer(ft_ctx_t *c, int reg, const entry_t *all, int nall,
                        int me, want_t **w, int *n, int *cap) {
   const ft__reg_t *r = &c->regs[reg];
-  want_t *cand = malloc(((size_t)nall + 1) * sizeof(*cand));
+  want_t *cand = ft__malloc((size_t)nall * sizeof(*cand));
   if (!cand)
     return FT_ENOMEM;
   int nc = 0, rc = FT_OK;
@@ -236,7 +243,7 @@ static int plan_buffer(ft_ctx_t *c, int reg, const entry_t *all, int nall,
     covered = end;
     rc = add_want(w, n, cap, x);
   }
-  free(cand);
+  ft__free(cand);
   if (rc == FT_OK && covered != r->bytes) {
     FT_LOGE(&c->log,
             "ft_restore: buffer '%s' (%zu bytes%s): the snapshot holds only "
@@ -290,14 +297,16 @@ static int alloc_plan(plan_t *p, int n) {
   int **v[] = {&p->scount, &p->sdispl, &p->rcount, &p->rdispl,
                &p->dscount, &p->dsdispl, &p->drcount, &p->drdispl};
   for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-    if (!(*v[i] = calloc((size_t)n, sizeof(int))))
+    if (!(*v[i] = ft__calloc((size_t)n, sizeof(int))))
       return FT_ENOMEM;
   return FT_OK;
 }
 
 static void free_plan(plan_t *p) {
-  free(p->scount), free(p->sdispl), free(p->rcount), free(p->rdispl);
-  free(p->dscount), free(p->dsdispl), free(p->drcount), free(p->drdispl);
+  int *v[] = {p->scount,  p->sdispl,  p->rcount,  p->rdispl,
+              p->dscount, p->dsdispl, p->drcount, p->drdispl};
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+    ft__free(v[i]);
 }
 
 static void displs(const int *count, int *displ, int n) {
@@ -323,57 +332,73 @@ static int too_big(ft_ctx_t *c, uint64_t bytes, const char *what) {
   return FT_ERANGE;
 }
 
-static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
-  int n, rc;
-  MPI_Comm_size(c->app_comm, &n);
-  plan_t p = {0};
-  if ((rc = alloc_plan(&p, n))) {
-    free_plan(&p);
+/* The buffers of one exchange.  Every allocation is agreed on before the
+ * collective that needs it: a rank out of memory makes every rank return
+ * FT_ENOMEM instead of leaving them in an MPI call, or handing MPI NULL. */
+typedef struct xfer {
+  plan_t p;
+  request_t *q, *in; /* requests sent (one per want), received */
+  int nin;
+  uint8_t *out, *got; /* bytes served, bytes received (in want order) */
+  uint64_t want_bytes, out_bytes;
+} xfer_t;
+
+static void free_xfer(xfer_t *x) {
+  free_plan(&x->p);
+  ft__free(x->q), ft__free(x->in), ft__free(x->out), ft__free(x->got);
+}
+
+/* Requests in server order, and how many bytes come from each server. */
+static int plan_requests(xfer_t *x, want_t *w, int nw, int n) {
+  int rc = alloc_plan(&x->p, n);
+  if (rc == FT_OK && !(x->q = ft__malloc((size_t)nw * sizeof(*x->q))))
+    rc = FT_ENOMEM;
+  if (rc)
     return rc;
-  }
   qsort(w, (size_t)nw, sizeof(*w), by_server);
-  request_t *q = malloc((size_t)nw * sizeof(*q) + 1);
-  uint64_t want_bytes = 0;
-  for (int i = 0; q && i < nw; i++) {
-    q[i] = w[i].q;
-    p.scount[w[i].server] += (int)sizeof(request_t);
-    p.drcount[w[i].server] += (int)w[i].q.len;
-    want_bytes += w[i].q.len;
+  for (int i = 0; i < nw; i++) {
+    x->q[i] = w[i].q;
+    x->p.scount[w[i].server] += (int)sizeof(request_t);
+    x->p.drcount[w[i].server] += (int)w[i].q.len;
+    x->want_bytes += w[i].q.len;
   }
-  /* MPI counts and displacements are ints: one exchange moves < 2 GiB per
-   * rank (a limit of this version, refused rather than overflowed). */
-  if ((rc = ft__agree(c->app_comm, too_big(c, want_bytes, "receive")))) {
-    free(q);
-    free_plan(&p);
-    return rc;
-  }
-  MPI_Alltoall(p.scount, 1, MPI_INT, p.rcount, 1, MPI_INT, c->app_comm);
-  displs(p.scount, p.sdispl, n);
-  displs(p.rcount, p.rdispl, n);
-  int nin = (p.rdispl[n - 1] + p.rcount[n - 1]) / (int)sizeof(request_t);
-  request_t *in = malloc((size_t)nin * sizeof(*in) + 1);
-  MPI_Alltoallv(q, p.scount, p.sdispl, MPI_BYTE, in, p.rcount, p.rdispl,
-                MPI_BYTE, c->app_comm);
-  uint64_t out_bytes = 0;
+  return FT_OK;
+}
+
+/* Collective: every server receives the requests it serves. */
+static int send_requests(ft_ctx_t *c, xfer_t *x, int n) {
+  plan_t *p = &x->p;
+  MPI_Alltoall(p->scount, 1, MPI_INT, p->rcount, 1, MPI_INT, c->app_comm);
+  displs(p->scount, p->sdispl, n);
+  displs(p->rcount, p->rdispl, n);
+  x->nin = (p->rdispl[n - 1] + p->rcount[n - 1]) / (int)sizeof(request_t);
+  x->in = ft__malloc((size_t)x->nin * sizeof(*x->in));
+  int rc = ft__agree(c->app_comm, x->in ? FT_OK : FT_ENOMEM);
+  if (rc == FT_OK)
+    MPI_Alltoallv(x->q, p->scount, p->sdispl, MPI_BYTE, x->in, p->rcount,
+                  p->rdispl, MPI_BYTE, c->app_comm);
+  return rc;
+}
+
+/* Bytes to serve to each rank; room for what is served and received. */
+static int alloc_data(ft_ctx_t *c, xfer_t *x, int n) {
   for (int s = 0, i = 0; s < n; s++)
-    for (int j = 0; j < p.rcount[s] / (int)sizeof(request_t); j++, i++) {
-      p.dscount[s] += (int)in[i].len;
-      out_bytes += in[i].len;
+    for (int j = 0; j < x->p.rcount[s] / (int)sizeof(request_t); j++, i++) {
+      x->p.dscount[s] += (int)x->in[i].len;
+      x->out_bytes += x->in[i].len;
     }
-  if ((rc = ft__agree(c->app_comm, too_big(c, out_bytes, "serve")))) {
-    free(q), free(in);
-    free_plan(&p);
-    return rc;
-  }
-  displs(p.dscount, p.dsdispl, n);
-  displs(p.drcount, p.drdispl, n);
-  uint8_t *out = malloc(out_bytes + 1), *got = malloc(want_bytes + 1);
-  rc = q && in && out && got ? serve(c, sv, in, nin, out) : FT_ENOMEM;
-  /* Every rank takes part in the data exchange even after a local error,
-   * so that nobody waits; the agreement afterwards decides. */
-  MPI_Alltoallv(out, p.dscount, p.dsdispl, MPI_BYTE, got, p.drcount,
-                p.drdispl, MPI_BYTE, c->app_comm);
-  rc = ft__agree(c->app_comm, rc);
+  displs(x->p.dscount, x->p.dsdispl, n);
+  displs(x->p.drcount, x->p.drdispl, n);
+  int rc = too_big(c, x->out_bytes, "serve");
+  if (rc == FT_OK && (!(x->out = ft__malloc(x->out_bytes)) ||
+                      !(x->got = ft__malloc(x->want_bytes))))
+    rc = FT_ENOMEM;
+  return rc;
+}
+
+/* Copy the received bytes into the registered buffers. */
+static int place(ft_ctx_t *c, const want_t *w, int nw, const uint8_t *got) {
+  int rc = FT_OK;
   for (int i = 0, off = 0; rc == FT_OK && i < nw; off += (int)w[i].q.len, i++) {
     ft__reg_t *r = &c->regs[w[i].reg];
     if (r->opts.memory == FT_MEM_CUDA)
@@ -382,8 +407,33 @@ static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
     else
       memcpy((uint8_t *)r->ptr + w[i].dst_off, got + off, w[i].q.len);
   }
-  free(q), free(in), free(out), free(got);
-  free_plan(&p);
+  return rc;
+}
+
+static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
+  int n;
+  MPI_Comm_size(c->app_comm, &n);
+  xfer_t x = {0};
+  int rc = plan_requests(&x, w, nw, n);
+  /* MPI counts and displacements are ints: one exchange moves < 2 GiB per
+   * rank (a limit of this version, refused rather than overflowed). */
+  if (rc == FT_OK)
+    rc = too_big(c, x.want_bytes, "receive");
+  if ((rc = ft__agree(c->app_comm, rc)) == FT_OK)
+    rc = send_requests(c, &x, n);
+  if (rc == FT_OK)
+    rc = ft__agree(c->app_comm, alloc_data(c, &x, n));
+  if (rc == FT_OK) {
+    rc = serve(c, sv, x.in, x.nin, x.out);
+    /* Every rank takes part in the data exchange even after a local error,
+     * so that nobody waits; the agreement afterwards decides. */
+    MPI_Alltoallv(x.out, x.p.dscount, x.p.dsdispl, MPI_BYTE, x.got, x.p.drcount,
+                  x.p.drdispl, MPI_BYTE, c->app_comm);
+    rc = ft__agree(c->app_comm, rc);
+  }
+  if (rc == FT_OK)
+    rc = place(c, w, nw, x.got);
+  free_xfer(&x);
   return rc;
 }
 
@@ -394,12 +444,12 @@ static int plan_all(ft_ctx_t *c, const server_t *sv, want_t **w, int *nw) {
   int rc = share_tables(c, sv, &all, &nall);
   for (int reg = 0; rc == FT_OK && reg < c->nregs; reg++)
     rc = plan_buffer(c, reg, all, nall, me, w, nw, &cap);
-  free(all);
+  ft__free(all);
   return rc;
 }
 
 int ft__reslice_restore(ft_ctx_t *c, ft__slot_t *own) {
-  server_t *sv = calloc(1, sizeof(*sv)); /* large: keep it off the stack */
+  server_t *sv = ft__calloc(1, sizeof(*sv)); /* large: keep it off the stack */
   int rc = !sv ? FT_ENOMEM : c->local_idx == 0 ? open_server(c, sv, own)
                                                 : FT_OK;
   want_t *w = NULL;
@@ -409,9 +459,9 @@ int ft__reslice_restore(ft_ctx_t *c, ft__slot_t *own) {
   /* Nobody touches a buffer unless every rank's plan is complete. */
   if ((rc = ft__agree(c->app_comm, rc)) == FT_OK)
     rc = exchange(c, sv, w, nw);
-  free(w);
+  ft__free(w);
   if (sv)
     close_server(sv);
-  free(sv);
+  ft__free(sv);
   return rc;
 }

@@ -24,6 +24,8 @@
 
 #include "runtime/smp.h"
 
+#include "base/agree.h"
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ec/exchange.h"
 #include "ec/layout.h"
@@ -40,6 +42,7 @@ typedef struct ft__smp {
   int nnodes, node; /* node = index in the sorted node order */
   int *order;       /* [nnodes] smp_comm rank of each sorted node */
   char (*hosts)[FT_NAME_MAX]; /* [nnodes] host of each sorted node */
+  uint64_t *scratch; /* [nnodes * FT_NSLOTS]: the allgathers after start-up */
   MPI_Comm gcomm;   /* this node's group, ranked by position */
   ft__groups_t groups;
   int k, m, group, pos, gsize;
@@ -150,9 +153,8 @@ static int check_stored(smp_t *s, node_id_t *all) {
   if (rc)
     return rc;
   int with = 0;
-  unsigned char *seen = calloc((size_t)s->nnodes, 1);
-  if (!seen)
-    return FT_ENOMEM;
+  unsigned char *seen = (unsigned char *)s->scratch; /* nnodes bytes fit */
+  memset(seen, 0, (size_t)s->nnodes);
   for (int i = 0; i < s->nnodes; i++) {
     if (all[i].stored_node < 0)
       continue;
@@ -161,7 +163,6 @@ static int check_stored(smp_t *s, node_id_t *all) {
     if (all[i].stored_nnodes != s->nnodes || n >= s->nnodes || seen[n]++)
       rc = FT_EMISMATCH;
   }
-  free(seen);
   if (rc == FT_OK && with != 0 && with != s->nnodes)
     rc = FT_EMISMATCH;
   if (rc)
@@ -173,14 +174,37 @@ static int check_stored(smp_t *s, node_id_t *all) {
   return FT_OK;
 }
 
-static int order_nodes(smp_t *s, const char ***domains_out) {
+/* Collective: FT_OK when every SMP's rc is FT_OK; else rc here (FT_EPEER
+ * where rc was FT_OK).  Runs after every local step that may fail alone
+ * (memory) and comes before a collective. */
+static int agree_ok(smp_t *s, int rc, const char *what) {
+  uint64_t ok = 0;
+  int arc = min_u64(s, rc == FT_OK, &ok, what);
+  if (rc == FT_OK)
+    rc = arc ? arc : ok ? FT_OK : FT_EPEER;
+  return rc;
+}
+
+/* Every array start-up needs, allocated before its first collective. */
+static int alloc_startup(smp_t *s, node_id_t **all, const char ***domains) {
+  size_t n = (size_t)s->nnodes;
+  *all = ft__calloc(n, sizeof(**all));
+  *domains = ft__calloc(n, sizeof(**domains));
+  s->order = ft__calloc(n, sizeof(*s->order));
+  s->hosts = ft__calloc(n, sizeof(*s->hosts));
+  s->scratch = ft__calloc(n * FT_NSLOTS, sizeof(*s->scratch));
+  if (*all && *domains && s->order && s->hosts && s->scratch)
+    return FT_OK;
+  return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
+                  "out of memory for the tables of %d nodes", s->nnodes);
+}
+
+/* Sort the nodes; domains[i] points into all[i] (NULL when no node has a
+ * domain: *any says whether one has). */
+static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
+                       int *any) {
   ft_ctx_t *c = s->c;
-  MPI_Comm_size(c->smp_comm, &s->nnodes);
-  node_id_t mine = {0}, *all = calloc((size_t)s->nnodes, sizeof(*all));
-  s->order = calloc((size_t)s->nnodes, sizeof(int));
-  const char **domains = calloc((size_t)s->nnodes, sizeof(char *));
-  if (!all || !s->order || !domains)
-    return FT_ENOMEM;
+  node_id_t mine = {0};
   snprintf(mine.host, sizeof(mine.host), "%s", c->host);
   ft__config_domain_of(&c->cfg, c->host, mine.domain);
   MPI_Comm_rank(c->smp_comm, &mine.rank);
@@ -193,40 +217,37 @@ static int order_nodes(smp_t *s, const char ***domains_out) {
   if (rc)
     return rc;
   qsort(all, (size_t)s->nnodes, sizeof(*all), cmp_node);
-  s->hosts = calloc((size_t)s->nnodes, FT_NAME_MAX);
-  if (!s->hosts)
-    return FT_ENOMEM;
-  int any_domain = 0;
+  *any = 0;
   for (int i = 0; i < s->nnodes; i++) {
     s->order[i] = all[i].rank;
     memcpy(s->hosts[i], all[i].host, FT_NAME_MAX);
     if (all[i].rank == mine.rank)
       s->node = i;
-    any_domain |= all[i].domain[0] != '\0';
+    *any |= all[i].domain[0] != '\0';
   }
-  for (int i = 0; i < s->nnodes && any_domain; i++)
-    domains[i] = strdup(all[i].domain);
-  free(all);
-  *domains_out = any_domain ? domains : NULL;
-  if (!any_domain)
-    free(domains);
+  for (int i = 0; i < s->nnodes; i++)
+    domains[i] = all[i].domain;
   return FT_OK;
 }
 
 static int form_groups(smp_t *s) {
+  MPI_Comm_size(s->c->smp_comm, &s->nnodes);
+  node_id_t *all = NULL;
   const char **domains = NULL;
-  int rc = order_nodes(s, &domains);
-  int k = 1, m = 0;
+  int k = 1, m = 0, any = 0;
+  int rc = agree_ok(s, alloc_startup(s, &all, &domains), "node discovery");
+  if (rc == FT_OK)
+    rc = order_nodes(s, all, domains, &any);
   if (rc == FT_OK)
     rc = ft__config_ec_for_nodes(&s->c->cfg, s->nnodes, &k, &m, s->msg,
                                  sizeof(s->msg));
   if (rc == FT_OK)
-    rc = ft__groups_form(s->nnodes, domains, k, m, &s->groups, s->msg,
-                         sizeof(s->msg));
-  for (int i = 0; domains && i < s->nnodes; i++)
-    free((void *)domains[i]);
-  free(domains);
-  if (rc)
+    rc = ft__groups_form(s->nnodes, any ? domains : NULL, k, m, &s->groups,
+                         s->msg, sizeof(s->msg));
+  ft__free(all);
+  ft__free(domains);
+  /* Before the split: whether every SMP got this far (memory is local). */
+  if ((rc = agree_ok(s, rc, "grouping")))
     return rc;
   s->m = m;
   s->group = s->groups.group_of[s->node];
@@ -286,12 +307,13 @@ static int open_store(smp_t *s) {
     return rc;
   if (c->cfg.fresh)
     return start_over(s);
-  s->meta = calloc(1, sizeof(*s->meta));
+  s->meta = ft__calloc(1, sizeof(*s->meta));
   if (!s->meta)
-    return FT_ENOMEM;
+    return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
+                    "%s/meta: out of memory to read it", c->dir);
   rc = ft__meta_read(c->dir, s->meta, s->msg, sizeof(s->msg));
   if (rc == FT_ENOENT) {
-    free(s->meta);
+    ft__free(s->meta);
     s->meta = NULL;
     s->msg[0] = '\0';
     rc = FT_OK;
@@ -353,14 +375,11 @@ static int refuse_fresh(smp_t *s, const uint64_t *all) {
 static int agree_restore(smp_t *s) {
   uint64_t mine[FT_NSLOTS]; /* by slot: the version it holds whole, or 0 */
   ft__slots_held(s->slot, mine);
-  uint64_t *all = calloc((size_t)s->nnodes * FT_NSLOTS, sizeof(uint64_t));
-  if (!all)
-    return FT_ENOMEM;
+  uint64_t *all = s->scratch;
   int rc = allgather(s, mine, all, sizeof(mine), "restore agreement");
   uint64_t best = rc == FT_OK ? ft__newest_common(all, s->nnodes, NULL) : 0;
   if (rc == FT_OK && !best)
     rc = refuse_fresh(s, all);
-  free(all);
   s->committed = best;
   for (int i = 0; rc == FT_OK && best && i < FT_NSLOTS; i++) {
     if (mine[i] != best)
@@ -414,15 +433,23 @@ static void arm_hold(smp_t *s) {
 }
 
 int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
-  smp_t *s = calloc(1, sizeof(*s));
-  if (!s)
-    return FT_ENOMEM;
+  smp_t *s = ft__calloc(1, sizeof(*s));
+  /* Every later step is collective over the SMPs and needs s: an SMP
+   * without it says so now, before anyone waits for it. */
+  int rc = ft__agree(c->smp_comm, s ? FT_OK : FT_ENOMEM);
+  if (rc) {
+    const char *why = s ? "another SMP is out of memory at start-up"
+                        : "out of memory for the SMP's state";
+    ft__free(s);
+    return ft__msgf(rc, msg, msglen, "%s", why);
+  }
   c->smp = s;
   s->c = c;
+  s->gcomm = MPI_COMM_NULL;
   for (int i = 0; i < FT_NSLOTS; i++)
     s->slot[i].fd = -1;
   s->lock_fd = -1;
-  int rc = open_store(s);
+  rc = open_store(s);
   if (rc == FT_OK)
     rc = ft__ctl_create(c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,
                         sizeof(s->msg));
@@ -440,10 +467,7 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
     snprintf(s->msg, sizeof(s->msg), "%s", local_msg);
   if (rc == FT_OK)
     rc = check_relaunch(s);
-  uint64_t ok;
-  int arc = min_u64(s, rc == FT_OK, &ok, "start-up");
-  if (rc == FT_OK && (arc || !ok))
-    rc = arc ? arc : FT_EPEER;
+  rc = agree_ok(s, rc, "start-up");
   if (rc == FT_OK)
     rc = agree_restore(s);
   if (rc == FT_OK)
@@ -451,6 +475,25 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   if (rc == FT_OK)
     publish_node(s);
   return ft__msgf(rc, msg, msglen, "%s", s->msg);
+}
+
+void ft__smp_free(ft_ctx_t *c) {
+  smp_t *s = c->smp;
+  if (!s)
+    return;
+  for (int i = 0; i < FT_NSLOTS; i++)
+    ft__slot_close(&s->slot[i]);
+  if (s->gcomm != MPI_COMM_NULL)
+    MPI_Comm_free(&s->gcomm);
+  ft__groups_free(&s->groups);
+  ft__free(s->meta);
+  ft__free(s->order);
+  ft__free(s->hosts);
+  ft__free(s->scratch);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd); /* this launch gives the store up */
+  ft__free(s);
+  c->smp = NULL; /* c->ctl is the context's to detach */
 }
 
 /* ---- layout ---- */
@@ -515,9 +558,7 @@ static int size_slots(smp_t *s) {
   for (int i = 0; i < s->c->nlocal; i++)
     bytes[i] = s->ctl->rank[i].region_bytes;
   int rc = ft__slot_geom_local(&s->geom, (uint32_t)s->c->nlocal, bytes);
-  uint64_t *all = calloc((size_t)s->nnodes, sizeof(uint64_t));
-  if (!all)
-    return FT_ENOMEM;
+  uint64_t *all = s->scratch; /* allocated at start-up: nothing to agree on */
   uint64_t mine = s->geom.local_bytes;
   int arc = allgather(s, &mine, all, sizeof(mine), "layout");
   uint64_t max = 0;
@@ -527,7 +568,6 @@ static int size_slots(smp_t *s) {
     if (b > max)
       max = b;
   }
-  free(all);
   if (rc || arc)
     return rc ? rc : arc;
   size_t chunk = ft__layout_chunk_bytes(max, s->k);
@@ -566,16 +606,17 @@ static int wait_group(void *arg, MPI_Request *req) {
 
 /* Write this node's metadata and share the group's (collective). */
 static int write_meta(smp_t *s, int rc) {
-  ft__meta_t *m = calloc(1, sizeof(*m));
+  ft__meta_t *m = ft__calloc(1, sizeof(*m));
   if (rc == FT_OK && !m)
-    rc = FT_ENOMEM;
+    rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
+                  "%s/meta: out of memory to write it", s->c->dir);
   if (rc == FT_OK) {
     fill_meta(s, m);
     rc = ft__meta_write(s->c->dir, m, s->msg, sizeof(s->msg));
   }
   int grc = ft__group_meta_share(s->gcomm, rc == FT_OK ? m : NULL, s->c->dir,
                                  wait_group, s, s->msg, sizeof(s->msg));
-  free(m);
+  ft__free(m);
   return rc ? rc : grc;
 }
 

@@ -1,9 +1,11 @@
-/* group.meta exchange: lengths first, then the bytes (both non-blocking,
- * completed by the caller's wait function). */
+/* group.meta exchange: lengths first, then whether every member could
+ * allocate room for the table, then the bytes (all non-blocking, completed
+ * by the caller's wait function).  A member out of memory still takes part
+ * in every collective it has room for, so that nobody waits for it. */
 #include "snapshot/groupmeta.h"
 
-#include <stdlib.h>
-
+#include "base/alloc.h"
+#include "base/error.h"
 #include "ftrt.h"
 
 static int gather_lens(MPI_Comm gc, int mine, int *lens, ft__wait_fn wait,
@@ -13,6 +15,18 @@ static int gather_lens(MPI_Comm gc, int mine, int *lens, ft__wait_fn wait,
       MPI_SUCCESS)
     return FT_EMPI;
   return wait(arg, &req);
+}
+
+/* Collective: FT_OK when every member says ok, else FT_ENOMEM here and
+ * FT_EPEER on the others. */
+static int all_ok(MPI_Comm gc, int ok, ft__wait_fn wait, void *arg) {
+  int all = 0, rc;
+  MPI_Request req;
+  if (MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, gc, &req) != MPI_SUCCESS)
+    return FT_EMPI;
+  if ((rc = wait(arg, &req)))
+    return rc;
+  return all ? FT_OK : ok ? FT_EPEER : FT_ENOMEM;
 }
 
 static int write_table(const char *dir, const uint8_t *all, const int *lens,
@@ -33,26 +47,34 @@ int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
                          size_t msglen) {
   uint8_t *mine = NULL, *all = NULL;
   size_t len = 0;
-  int n, rc = m ? ft__meta_encode(m, &mine, &len) : FT_OK;
+  int n, lens[FT_MAX_CHUNKS], displs[FT_MAX_CHUNKS];
   MPI_Comm_size(gc, &n);
-  int *lens = calloc((size_t)n, sizeof(int)), *displs = calloc((size_t)n, sizeof(int));
-  int arc = lens && displs && n <= FT_MAX_CHUNKS ? FT_OK : FT_ENOMEM;
-  if (arc == FT_OK)
-    arc = gather_lens(gc, rc == FT_OK ? (int)len : 0, lens, wait, arg);
+  if (n > FT_MAX_CHUNKS) /* the same on every member: nobody goes on */
+    return FT_EINVAL;
+  int rc = m ? ft__meta_encode(m, &mine, &len) : FT_OK;
+  int arc = gather_lens(gc, rc == FT_OK ? (int)len : 0, lens, wait, arg);
   size_t total = 0;
   for (int i = 0; arc == FT_OK && i < n; i++) {
     displs[i] = (int)total;
     total += (size_t)lens[i];
   }
-  if (arc == FT_OK && !(all = malloc(total + 1)))
-    arc = FT_ENOMEM;
+  if (arc == FT_OK) {
+    all = ft__malloc(total);
+    arc = all_ok(gc, all != NULL, wait, arg);
+    if (arc == FT_ENOMEM || arc == FT_EPEER)
+      ft__msgf(arc, msg, msglen,
+               "%s/group.meta: %s of the group is out of memory for the "
+               "%zu-byte table",
+               dir, arc == FT_ENOMEM ? "this member" : "another member", total);
+  }
   MPI_Request req;
-  if (arc == FT_OK &&
-      MPI_Iallgatherv(mine, rc == FT_OK ? (int)len : 0, MPI_BYTE, all, lens,
-                      displs, MPI_BYTE, gc, &req) == MPI_SUCCESS)
-    arc = wait(arg, &req);
+  if (arc == FT_OK)
+    arc = MPI_Iallgatherv(mine, rc == FT_OK ? (int)len : 0, MPI_BYTE, all, lens,
+                          displs, MPI_BYTE, gc, &req) == MPI_SUCCESS
+              ? wait(arg, &req)
+              : FT_EMPI;
   if (rc == FT_OK && arc == FT_OK)
     rc = write_table(dir, all, lens, displs, n, msg, msglen);
-  free(mine), free(all), free(lens), free(displs);
+  ft__free(mine), ft__free(all);
   return rc ? rc : arc;
 }

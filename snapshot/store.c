@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -27,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "ec/crc.h"
 
@@ -395,7 +395,7 @@ int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
   if (m->nlocal > FT_MAX_LOCAL || m->nnodes > FT_MAX_NODES)
     return FT_ERANGE;
   size_t n = meta_size(m);
-  uint8_t *buf = calloc(1, n), *p = buf;
+  uint8_t *buf = ft__calloc(1, n), *p = buf;
   if (!buf)
     return FT_ENOMEM;
   meta_fixed_t f = {0};
@@ -584,7 +584,7 @@ int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
   if (rc)
     return ft__msgf(rc, msg, msglen, "%s/meta: cannot encode metadata", dir);
   rc = ft__store_write_file(dir, "meta", buf, len, msg, msglen);
-  free(buf);
+  ft__free(buf);
   return rc;
 }
 
@@ -602,14 +602,14 @@ int ft__store_read_file(const char *dir, const char *name, size_t max,
   if (fstat(fd, &st) != 0 || (size_t)st.st_size > max)
     rc = ft__msgf(FT_ECORRUPT, msg, msglen,
                   "%s: unreadable or larger than %zu bytes", path, max);
-  else if (!(*buf = malloc((size_t)st.st_size + 1)))
-    rc = ft__msgf(FT_ENOMEM, msg, msglen, "%s: no memory to read %lld bytes",
+  else if (!(*buf = ft__malloc((size_t)st.st_size + 1)))
+    rc = ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory for %lld bytes",
                   path, (long long)st.st_size);
   else if (read(fd, *buf, (size_t)st.st_size) != st.st_size)
     rc = ft__msgf(FT_EIO, msg, msglen, "%s: short read", path);
   close(fd);
   if (rc) {
-    free(*buf);
+    ft__free(*buf);
     *buf = NULL;
   } else {
     *len = (size_t)st.st_size;
@@ -626,7 +626,7 @@ int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
   char path[FT_PATH_MAX + 16];
   snprintf(path, sizeof(path), "%s/meta", dir);
   rc = ft__meta_decode(buf, len, m, path, msg, msglen);
-  free(buf);
+  ft__free(buf);
   return rc;
 }
 
@@ -637,10 +637,10 @@ int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
   size_t total = 4 + 8;
   for (int i = 0; i < n; i++)
     total += 8 + lens[i];
-  uint8_t *buf = malloc(total), *p = buf;
+  uint8_t *buf = ft__malloc(total), *p = buf;
   if (!buf)
     return ft__msgf(FT_ENOMEM, msg, msglen,
-                    "%s/group.meta: no memory for %zu bytes", dir, total);
+                    "%s/group.meta: out of memory for %zu bytes", dir, total);
   uint32_t cnt = (uint32_t)n;
   put(&p, &cnt, 4);
   for (int i = 0; i < n; i++) {
@@ -651,7 +651,7 @@ int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
   uint64_t crc = ft__crc64(0, buf, (size_t)(p - buf));
   put(&p, &crc, 8);
   int rc = ft__store_write_file(dir, "group.meta", buf, total, msg, msglen);
-  free(buf);
+  ft__free(buf);
   return rc;
 }
 
@@ -669,7 +669,7 @@ int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
   uint64_t crc = 0;
   if (len < 12 || (memcpy(&crc, buf + len - 8, 8),
                    ft__crc64(0, buf, len - 8) != crc)) {
-    free(buf);
+    ft__free(buf);
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: truncated or CRC mismatch",
                     path);
   }
@@ -690,7 +690,7 @@ int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
   rc = member
            ? ft__meta_decode(member, (size_t)l, m, path, msg, msglen)
            : ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path, pos);
-  free(buf);
+  ft__free(buf);
   return rc;
 }
 

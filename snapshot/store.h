@@ -196,7 +196,7 @@ typedef struct ft__meta {
   char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */
 } ft__meta_t;
 
-/* Serialise to a malloc'ed buffer (*out, *len).  */
+/* Serialise to a buffer (*out, *len) to free with ft__free (base/alloc.h). */
 int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len);
 /* Parse and validate bytes written by ft__meta_encode (fuzzed); path names
  * the bytes in msg.  msg may be NULL. */
@@ -218,8 +218,9 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
 int ft__store_rename(const char *dir, const char *from, const char *to,
                      char *msg, size_t msglen);
 
-/* Read a whole file of at most max bytes into a malloc'ed buffer (*buf,
- * NULL on failure).  msg may be NULL. */
+/* Read a whole file of at most max bytes into a buffer to free with
+ * ft__free (*buf NULL on failure); FT_ENOMEM (with msg) when there is no
+ * room for it.  msg may be NULL. */
 int ft__store_read_file(const char *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen);
 
