@@ -185,19 +185,10 @@ static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
  * group table or adopted store of it is ever read again.  The survey's
  * mappings of its slots go first. */
 static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
-  static const char *const files[] = {"meta",   "meta.next", "group.meta",
-                                      "slot0",  "slot1"};
   for (int i = 0; i < FT_NSLOTS; i++)
     if (r->slot[i].map)
       ft__slot_close(&r->slot[i]);
-  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-    char path[FT_PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/%s", r->dir, files[i]);
-    if (unlink(path) != 0 && errno != ENOENT)
-      return ft__msgf(ft__from_errno(errno), msg, msglen,
-                      "%s: clearing a stale store: %s", path, strerror(errno));
-  }
-  return ft__store_remove_adopted(r->dir, msg, msglen);
+  return ft__store_clear(r->dir, msg, msglen);
 }
 
 /* The slot that receives a lost node's chunks, shaped as the lost node's
@@ -229,7 +220,9 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
   if (rc == FT_OK)
     rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
   if (rc == FT_OK) {
-    ft__slot_begin(sl, r->version, r->step, r->epoch + 1);
+    /* Stamped like the survivors' copies: every copy of a version says
+     * where it was made (survey.c compares them). */
+    ft__slot_begin(sl, r->version, r->step, r->vepoch);
     if (!shrinking(r))
       r->my_slot = idx;
   } else {

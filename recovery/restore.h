@@ -29,8 +29,9 @@
 /* What one rank found in its store; allgathered. */
 typedef struct ft__rnode {
   int32_t has_meta, node, nnodes, k, m, group, pos, gsize;
-  uint64_t epoch;
+  uint64_t epoch, run; /* layout epoch and run id of the metadata */
   uint64_t version[FT_NSLOTS], step[FT_NSLOTS], chunk[FT_NSLOTS];
+  uint64_t vepoch[FT_NSLOTS]; /* epoch in the slot header: where it was made */
   uint32_t state[FT_NSLOTS];
   int32_t slot_ok[FT_NSLOTS];
   int32_t err; /* a store that exists but cannot be read */
@@ -68,6 +69,7 @@ typedef struct ft__restore {
   /* agreed */
   int nnodes, k, m, ngroups;
   uint64_t epoch, version, step;
+  uint64_t vepoch; /* layout epoch the version was made at (slot headers) */
   int *rank_of_node;         /* [nnodes] rank holding the node, -1 lost */
   int *group_of, *pos_of;    /* [nnodes] */
   int *gsize;                /* [ngroups] */

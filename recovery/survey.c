@@ -52,6 +52,7 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
     me->pos = (int32_t)r->meta->pos;
     me->gsize = (int32_t)r->meta->group_size;
     me->epoch = r->meta->epoch;
+    me->run = r->meta->run;
     rc = read_members(r, me);
   }
   if (rc == FT_ENOMEM)
@@ -67,6 +68,7 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
     me->slot_ok[i] = 1;
     me->version[i] = r->slot[i].hdr->version;
     me->step[i] = r->slot[i].hdr->step;
+    me->vepoch[i] = r->slot[i].hdr->epoch;
     me->chunk[i] = r->slot[i].hdr->chunk_bytes;
     me->state[i] = ft__slot_state(&r->slot[i]);
   }
@@ -110,6 +112,14 @@ static int common_version(const ft__restore_t *r, uint64_t epoch,
 /* Is node i's store of an older layout epoch than newest, yet a member of
  * the newest layout: same shape, its node index claimed by no node of the
  * newest epoch, and holding the version v those nodes hold in common? */
+/* Do n and o hold the same copy of version v: same step, made at the same
+ * epoch (version numbers alone repeat across histories). */
+static int same_copy(const ft__rnode_t *n, const ft__rnode_t *o, uint64_t v) {
+  int a = holds(n, v), b = holds(o, v);
+  return a >= 0 && b >= 0 && n->step[a] == o->step[b] &&
+         n->vepoch[a] == o->vepoch[b];
+}
+
 static int rightful(const ft__restore_t *r, int i, uint64_t newest,
                     uint64_t v) {
   const ft__rnode_t *n = &r->all[i];
@@ -119,10 +129,34 @@ static int rightful(const ft__restore_t *r, int i, uint64_t newest,
     const ft__rnode_t *o = &r->all[j];
     if (!o->has_meta || o->epoch != newest)
       continue;
-    if (o->nnodes != n->nnodes || o->m != n->m || o->node == n->node)
+    if (o->nnodes != n->nnodes || o->m != n->m || o->node == n->node ||
+        !same_copy(n, o, v))
       return 0;
   }
   return 1;
+}
+
+/* Stores of two runs of one job name never mix (store.h): refused, naming
+ * the hosts, before anything is changed. */
+static int check_runs(ft__restore_t *r) {
+  const ft__rnode_t *first = NULL;
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    if (!n->has_meta)
+      continue;
+    if (!first)
+      first = n;
+    else if (n->run != first->run)
+      return ft__rsay(r, FT_EMISMATCH,
+                      "%s and %s hold stores of two different runs of job "
+                      "'%s' (run %016llx, run %016llx): ft-restore never "
+                      "mixes runs, nothing was changed. Remove the store that "
+                      "does not belong (%s/%s on its host) and run it again",
+                      first->host, n->host, r->job,
+                      (unsigned long long)first->run,
+                      (unsigned long long)n->run, r->store_root, r->job);
+  }
+  return FT_OK;
 }
 
 /* A store of an older layout epoch than the newest among the ranks is
@@ -260,12 +294,25 @@ static int pick_version(ft__restore_t *r) {
                "no version of job '%s' is held committed by every surviving "
                "node",
                r->job);
+  const ft__rnode_t *ref = NULL;
   for (int i = 0; i < r->size; i++) {
-    int s = r->all[i].has_meta ? holds(&r->all[i], r->version) : -1;
+    const ft__rnode_t *n = &r->all[i];
+    int s = n->has_meta ? holds(n, r->version) : -1;
     if (s < 0)
       continue;
-    r->step = r->all[i].step[s];
-    r->chunk_of_group[r->all[i].group] = r->all[i].chunk[s];
+    if (!ref)
+      ref = n;
+    else if (!same_copy(n, ref, r->version))
+      return ft__rsay(r, FT_EMISMATCH,
+                      "version %llu of job '%s' is not the same on %s (step "
+                      "%llu, made at layout epoch %llu) and %s: two histories "
+                      "of the job meet here; nothing was changed",
+                      (unsigned long long)r->version, r->job, n->host,
+                      (unsigned long long)n->step[s],
+                      (unsigned long long)n->vepoch[s], ref->host);
+    r->step = n->step[s];
+    r->vepoch = n->vepoch[s];
+    r->chunk_of_group[n->group] = n->chunk[s];
   }
   const ft__rnode_t *me = &r->all[r->rank];
   r->my_slot = me->has_meta ? holds(me, r->version) : -1;
@@ -374,7 +421,9 @@ int ft__survey(ft__restore_t *r) {
   if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, r->all, sizeof(me), MPI_BYTE,
                     r->comm) != MPI_SUCCESS)
     return FT_EMPI;
-  int rc = demote_stale(r);
+  int rc = check_runs(r);
+  if (rc == FT_OK)
+    rc = demote_stale(r);
   if (rc == FT_OK)
     rc = check_layout(r);
   if (rc == FT_OK)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +49,9 @@ typedef struct ft__smp {
   int k, m, group, pos, gsize;
   int layout_done;
   uint64_t committed, prepared;
+  uint64_t run; /* run id (store.h), agreed at start-up */
   int lock_fd; /* flock on the store: this launch's, until the process ends */
+  int damaged; /* a slot that is not blank failed validation (store.h) */
   char msg[512];
 } smp_t;
 
@@ -102,6 +105,8 @@ typedef struct node_id {
   int stored_node; /* node index in this job's metadata, -1 without */
   int stored_nnodes;
   uint64_t stored_epoch; /* layout epoch of that metadata, 0 without */
+  uint64_t stored_run;   /* its run id, 0 without */
+  uint64_t new_run;      /* a fresh run id, should this launch start one */
 } node_id_t;
 
 static int cmp_node(const void *a, const void *b) {
@@ -117,6 +122,14 @@ static int cmp_node(const void *a, const void *b) {
 /* A relaunch keeps the node order of the stored layout (ft-restore may have
  * put a spare with another hostname in a lost node's place); a fresh job
  * orders by failure domain and hostname.  Both at once is an error. */
+/* 64 random bits, never 0 (the "no run" mark). */
+static uint64_t new_run_id(void) {
+  uint64_t id = 0;
+  if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+    id = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid() << 32;
+  return id ? id : 1;
+}
+
 /* A store of an older layout epoch than another node's belongs to a host
  * that was given up after a failure (its node was rebuilt elsewhere): it is
  * stale, and never read as current.  ft-restore rebuilds such a node. */
@@ -148,8 +161,42 @@ static int check_epochs(smp_t *s, const node_id_t *all) {
                   (unsigned long long)newest);
 }
 
+/* The run every stored metadata belongs to, or a new one (proposed by the
+ * first node, so that every SMP picks the same) when none has any.  Stores
+ * of two runs of one job name never mix: refused, naming the hosts. */
+static int check_runs(smp_t *s, const node_id_t *all) {
+  s->run = 0;
+  for (int i = 0; i < s->nnodes && !s->run; i++)
+    s->run = all[i].stored_run;
+  char other[256] = "";
+  uint64_t theirs = 0;
+  for (int i = 0; i < s->nnodes; i++) {
+    if (!all[i].stored_run || all[i].stored_run == s->run)
+      continue;
+    size_t used = strlen(other);
+    snprintf(other + used, sizeof(other) - used, "%s%s", used ? " " : "",
+             all[i].host);
+    theirs = all[i].stored_run;
+  }
+  if (!s->run)
+    s->run = all[0].new_run;
+  if (!other[0])
+    return FT_OK;
+  return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                  "job '%s': the stores on %s belong to another run of this "
+                  "job name (run %016llx) than the others' (run %016llx): two "
+                  "runs never mix. Remove the store that does not belong "
+                  "(FT_STORE_ROOT/%s on its host), use another --job, or "
+                  "start over with --fresh",
+                  s->c->cfg.job, other, (unsigned long long)theirs,
+                  (unsigned long long)s->run, s->c->cfg.job);
+}
+
 static int check_stored(smp_t *s, node_id_t *all) {
-  int rc = check_epochs(s, all);
+  int rc = check_runs(s, all);
+  if (rc)
+    return rc;
+  rc = check_epochs(s, all);
   if (rc)
     return rc;
   int with = 0;
@@ -211,6 +258,8 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
   mine.stored_node = s->meta ? (int)s->meta->node : -1;
   mine.stored_nnodes = s->meta ? (int)s->meta->nnodes : 0;
   mine.stored_epoch = s->meta ? s->meta->epoch : 0;
+  mine.stored_run = s->meta ? s->meta->run : 0;
+  mine.new_run = new_run_id();
   int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
   if (rc == FT_OK)
     rc = check_stored(s, all);
@@ -260,9 +309,10 @@ static int form_groups(smp_t *s) {
   return FT_OK;
 }
 
-/* FT_FRESH=1: the user asked to start over.  Every slot is emptied before
- * anything can restore from it (an old version must never outrank the new
- * job's), and the stored layout and adopted stores are not read. */
+/* FT_FRESH=1: the user asked to start over.  The whole store goes (both
+ * slots, the layout, the group table, adopted stores) before anything can
+ * restore from it: nothing of the old run is read or outranks the new
+ * run's versions, which start a new run id. */
 static int start_over(smp_t *s) {
   uint64_t dropped = 0;
   for (int i = 0; i < FT_NSLOTS; i++) {
@@ -271,12 +321,13 @@ static int start_over(smp_t *s) {
     if (ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED &&
         s->slot[i].hdr->version > dropped)
       dropped = s->slot[i].hdr->version;
-    ft__slot_set_state(&s->slot[i], FT_SLOT_EMPTY);
+    ft__slot_close(&s->slot[i]);
   }
+  s->damaged = 0;
   if (dropped)
     FT_LOGW(&s->c->log, "FT_FRESH=1: starting over; version %llu of job '%s' "
             "is discarded", (unsigned long long)dropped, s->c->cfg.job);
-  return ft__store_remove_adopted(s->c->dir, s->msg, sizeof(s->msg));
+  return ft__store_clear(s->c->dir, s->msg, sizeof(s->msg));
 }
 
 static int open_store(smp_t *s) {
@@ -285,7 +336,9 @@ static int open_store(smp_t *s) {
   /* Before anything in the store is read: a second launch of the job on
    * this node would otherwise share the first one's slots. */
   if (rc == FT_OK)
-    rc = ft__store_lock(c->dir, c->cfg.timeout_s, &s->lock_fd, s->msg,
+    /* Half of FT_TIMEOUT: the other SMPs wait FT_TIMEOUT for this one in
+     * the node discovery that follows, and must not give up first. */
+    rc = ft__store_lock(c->dir, c->cfg.timeout_s / 2, &s->lock_fd, s->msg,
                         sizeof(s->msg));
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
     rc = ft__slot_open(&s->slot[i], c->dir, i, c->cfg.job, s->msg,
@@ -293,7 +346,9 @@ static int open_store(smp_t *s) {
     if (rc == FT_ECORRUPT) {
       /* A slot cut short by a crash while it was being (re)created holds no
        * committed version; the other slot may.  It is rebuilt when next
-       * prepared; ft-restore treats it as lost. */
+       * prepared.  One that is not blank is damaged: it may have held a
+       * committed version, so it forbids a fresh start (refuse_fresh). */
+      s->damaged |= !ft__slot_blank(c->dir, i);
       FT_LOGW(&c->log, "%s; treating the slot as empty", s->msg);
       s->msg[0] = '\0';
       rc = FT_OK;
@@ -351,25 +406,35 @@ static uint64_t newest_committed(const smp_t *s) {
  * the versions each node holds; FT_FRESH=1 (which empties the slots at
  * start) is the explicit way to start over. */
 static int refuse_fresh(smp_t *s, const uint64_t *all) {
-  uint64_t committed = 0;
+  uint64_t committed = 0, intact = 0;
   int rc = min_u64(s, ~newest_committed(s), &committed, "restore agreement");
+  if (rc == FT_OK)
+    rc = min_u64(s, !s->damaged, &intact, "restore agreement");
   committed = ~committed;
-  if (rc || !committed)
+  if (rc || (!committed && intact))
     return rc;
   char found[384] = "";
   for (int n = 0; n < s->nnodes; n++) {
     const uint64_t *v = all + (size_t)s->order[n] * FT_NSLOTS;
     size_t used = strlen(found);
-    snprintf(found + used, sizeof(found) - used, "%s%s: %llu/%llu",
-             n ? ", " : "", s->hosts[n], (unsigned long long)v[0],
+    snprintf(found + used, sizeof(found) - used, "%snode %d (%s): %llu/%llu",
+             n ? ", " : "", n, s->hosts[n], (unsigned long long)v[0],
              (unsigned long long)v[1]);
   }
+  char what[96];
+  if (committed)
+    snprintf(what, sizeof(what), "version %llu was committed",
+             (unsigned long long)committed);
+  else
+    snprintf(what, sizeof(what), "a slot failed validation (see the warnings) "
+                                 "and may have held a committed version");
   return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
-                  "job '%s': version %llu was committed, but no version is "
-                  "held whole by every node (versions per host, 0 = none: "
-                  "%s). Run ft-restore on these nodes, or launch with "
-                  "--fresh (FT_FRESH=1) to start over and discard it",
-                  s->c->cfg.job, (unsigned long long)committed, found);
+                  "job '%s': %s, but no version is held whole by every node "
+                  "(versions per node, 0 = none: %s). Nothing was started. "
+                  "`ft-restore --dry-run` on these nodes says whether it can "
+                  "be rebuilt; `--fresh` (FT_FRESH=1) starts over and "
+                  "discards it",
+                  s->c->cfg.job, what, found);
 }
 
 static int agree_restore(smp_t *s) {
@@ -579,6 +644,7 @@ static void fill_meta(smp_t *s, ft__meta_t *m) {
   snprintf(m->job, sizeof(m->job), "%s", s->c->cfg.job);
   snprintf(m->host, sizeof(m->host), "%s", s->c->host);
   m->epoch = s->meta ? s->meta->epoch : 1;
+  m->run = s->run;
   m->node = (uint32_t)s->node;
   m->nnodes = (uint32_t)s->nnodes;
   MPI_Comm_size(MPI_COMM_WORLD, (int *)&m->ntrainers);

@@ -371,6 +371,7 @@ typedef struct meta_fixed {
   uint64_t epoch;
   uint32_t node, nnodes, ntrainers, k, m, group, pos, group_size, nlocal;
   uint32_t pad;
+  uint64_t run;
 } meta_fixed_t;
 
 typedef struct rank_fixed {
@@ -406,6 +407,7 @@ int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
   memcpy(f.job, m->job, sizeof(f.job));
   memcpy(f.host, m->host, sizeof(f.host));
   f.epoch = m->epoch;
+  f.run = m->run;
   f.node = m->node, f.nnodes = m->nnodes, f.ntrainers = m->ntrainers;
   f.k = m->k, f.m = m->m, f.group = m->group, f.pos = m->pos;
   f.group_size = m->group_size, f.nlocal = m->nlocal;
@@ -461,6 +463,7 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
   memcpy(m->job, f.job, sizeof(m->job));
   memcpy(m->host, f.host, sizeof(m->host));
   m->epoch = f.epoch;
+  m->run = f.run;
   m->node = f.node, m->nnodes = f.nnodes, m->ntrainers = f.ntrainers;
   m->k = f.k, m->m = f.m, m->group = f.group, m->pos = f.pos;
   m->group_size = f.group_size, m->nlocal = f.nlocal;
@@ -747,6 +750,31 @@ int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
     }
     nanosleep(&nap, NULL);
   }
+}
+
+int ft__slot_blank(const char *dir, int idx) {
+  char path[FT_PATH_MAX + 16], magic[8] = {0};
+  slot_path(path, sizeof(path), dir, idx);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 1;
+  ssize_t n = pread(fd, magic, sizeof(magic), 0);
+  close(fd);
+  static const char zero[8] = {0};
+  return n < (ssize_t)sizeof(magic) || memcmp(magic, zero, sizeof(zero)) == 0;
+}
+
+int ft__store_clear(const char *dir, char *msg, size_t msglen) {
+  static const char *const files[] = {"meta", "meta.next", "group.meta",
+                                      "slot0", "slot1"};
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    char path[FT_PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+    if (unlink(path) != 0 && errno != ENOENT)
+      return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
+                      path, strerror(errno));
+  }
+  return ft__store_remove_adopted(dir, msg, msglen);
 }
 
 int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {

@@ -26,7 +26,7 @@
 
 #define FT_JOB_MAX 64   /* job name with its NUL */
 #define FT_PATH_MAX 512 /* store root and directories */
-#define FT_STORE_FORMAT 1
+#define FT_STORE_FORMAT 2 /* 2: meta records the run id */
 #define FT_MAX_LOCAL 64   /* trainers per node */
 #define FT_MAX_CHUNKS 256 /* k + m of a group, with room */
 #define FT_MAX_BUFS 256   /* registered buffers per rank */
@@ -191,6 +191,8 @@ typedef struct ft__meta {
   uint32_t group_size;
   uint32_t nlocal;
   uint32_t flags;            /* FT_META_* */
+  uint64_t run; /* run id: random at a fresh start, kept by every relaunch
+                 * and ft-restore; stores of two runs never mix */
   char host[FT_NAME_MAX];
   ft__rank_rec_t ranks[FT_MAX_LOCAL];
   char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */
@@ -246,6 +248,18 @@ int ft__write_all(int fd, const uint8_t *p, size_t n);
  */
 int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
                    size_t msglen);
+
+/* Is slot idx of dir blank: absent, shorter than its magic, or with an
+ * all-zero magic (what a crash leaves while ft__slot_create resizes it)?
+ * A blank slot holds no version; one that is not blank yet fails
+ * ft__slot_open is damaged and may have held a committed one. */
+int ft__slot_blank(const char *dir, int idx);
+
+/* Remove everything of the job's store in dir but the directory (and its
+ * lock): meta, meta.next, group.meta, both slots, the adopt<N>/ stores.
+ * Close the slots' mappings first.  The first failure, with msg (may be
+ * NULL). */
+int ft__store_clear(const char *dir, char *msg, size_t msglen);
 
 /* Remove every adopt<N>/ store under dir (what ft-restore --mode shrink
  * left for a re-slice).  The first failure, with msg (may be NULL); what

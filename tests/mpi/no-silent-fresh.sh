@@ -6,7 +6,8 @@
 # relaunch must not start fresh: it is refused with a message naming the
 # job, the committed version and what each host holds, and the stores are
 # unchanged.  FT_FRESH=1 (ft-launch --fresh) starts over explicitly, and
-# a later relaunch of that job resumes normally.
+# a later relaunch of that job resumes normally.  Stores of two runs of one
+# job name never mix, and damaged slot headers never lead to a fresh start.
 . "$(dirname "$0")/lib.sh"
 export FT_VIRTUAL_NODE_RANKS=2
 ARGS="--steps 8 --snapshot-every 2 --state-mb 1"
@@ -26,7 +27,7 @@ train again 6 $ARGS && { log_of again | tail; fail "a relaunch over committed st
 grep -q '^fresh start' "$LOGDIR/again" && fail "the relaunch started fresh over committed state"
 grep -q "job 'lost-slots': version [0-9]* was committed, but no version is held whole by every node" "$LOGDIR/again" ||
   { log_of again | tail; fail "no clear refusal message"; }
-grep -q -- "--fresh (FT_FRESH=1)" "$LOGDIR/again" || fail "the refusal does not say how to start over"
+grep -q -- "\`--fresh\` (FT_FRESH=1) starts over" "$LOGDIR/again" || fail "the refusal does not say how to start over"
 [ "$before" = "$(stores)" ] || fail "the refused relaunch changed the stores"
 note "refused: $(grep -m1 -o "version [0-9]* was committed[^(]*" "$LOGDIR/again")"
 
@@ -38,4 +39,39 @@ expect_digest fresh "$REF" "FT_FRESH=1 started over"
 train after 6 $ARGS || { log_of after | tail; fail "relaunch after the fresh run failed"; }
 grep -q '^resumed from step 8$' "$LOGDIR/after" || { log_of after | head; fail "expected resume from step 8"; }
 expect_digest after "$REF" "relaunch after FT_FRESH=1"
+
+# A store of another run of the same job name (a host that kept the store
+# of an earlier run) never mixes with this run's: the relaunch and
+# ft-restore both refuse, naming it, and change nothing.
+export FT_JOB=two-runs
+train runA 6 $ARGS || fail "run A failed"
+cp -a "$FT_STORE_ROOT/vnode2/$FT_JOB" "$LOGDIR/old-store"
+FT_FRESH=1 train runB 6 $ARGS || fail "run B (FT_FRESH=1) failed"
+rm -rf "$FT_STORE_ROOT/vnode2/$FT_JOB"
+cp -a "$LOGDIR/old-store" "$FT_STORE_ROOT/vnode2/$FT_JOB"
+before=$(stores)
+train mixed 6 $ARGS && fail "a launch over stores of two runs exited 0"
+grep -q "belong to another run of this job name" "$LOGDIR/mixed" ||
+  { log_of mixed | tail; fail "no clear message for stores of two runs"; }
+timeout 120 mpirun -np 3 "$B/ft-restore" >"$LOGDIR/restore-mixed" 2>&1
+rc=$?
+[ $rc = 1 ] || { log_of restore-mixed | tail; fail "ft-restore over two runs: exit $rc, expected 1"; }
+grep -q "stores of two different runs of job 'two-runs'" "$LOGDIR/restore-mixed" ||
+  { log_of restore-mixed | tail; fail "ft-restore over two runs: no clear message"; }
+[ "$before" = "$(stores)" ] || fail "a refusal over two runs changed the stores"
+note "two runs never mix: $(grep -m1 -o 'the stores on [^(]*' "$LOGDIR/mixed")"
+
+# One node (1+0), both slots' headers damaged (not blank): nothing shows a
+# committed version, yet one may have been there; no silent fresh start.
+unset FT_VIRTUAL_NODE_RANKS
+export FT_JOB=damaged
+train one 2 $ARGS || fail "one-node run failed"
+for s in 0 1; do
+  printf '\x5a' | dd of="$FT_STORE_ROOT/$FT_JOB/slot$s" bs=1 seek=104 conv=notrunc status=none
+done
+train one-again 2 $ARGS && fail "a relaunch over damaged slots exited 0"
+grep -q '^fresh start' "$LOGDIR/one-again" && fail "the relaunch started fresh over damaged slots"
+grep -q "a slot failed validation (see the warnings) and may have held a committed version" "$LOGDIR/one-again" ||
+  { log_of one-again | tail; fail "no clear message for damaged slots"; }
+note "damaged slot headers: refused, no fresh start"
 echo "PASS: no silent fresh start"

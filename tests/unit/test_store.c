@@ -905,7 +905,7 @@ static void d_magic(ft__slot_hdr_t *h, const char *p) {
   (void)p, memcpy(h->magic, "FTRTMETA", 8);
 }
 static void d_format(ft__slot_hdr_t *h, const char *p) {
-  (void)p, h->format = 2;
+  (void)p, h->format = 3;
 }
 static void d_job(ft__slot_hdr_t *h, const char *p) {
   (void)p, snprintf(h->job, sizeof(h->job), "other-job");
@@ -975,8 +975,8 @@ static const struct {
     {"data cut off", d_trunc_data, FT_ECORRUPT, "header says", "truncated?"},
     {"one byte long", d_grown, FT_ECORRUPT, "header says", "bytes"},
     {"bad magic", d_magic, FT_ECORRUPT, "bad magic", "not an ftrt slot"},
-    {"other format", d_format, FT_EMISMATCH, "store format 2",
-     "reads format 1"},
+    {"other format", d_format, FT_EMISMATCH, "store format 3",
+     "reads format 2"},
     {"other job", d_job, FT_EMISMATCH, "job 'other-job'", "job '" JOB "'"},
     {"job unterminated", d_job_unterminated, FT_EMISMATCH, "belongs to job",
      "not to job '" JOB "'"},
@@ -1073,6 +1073,7 @@ static ft__meta_t *sample_meta(void) {
   snprintf(m->job, sizeof(m->job), JOB);
   snprintf(m->host, sizeof(m->host), "node07.cluster");
   m->epoch = 3;
+  m->run = 0x8badf00ddeadbeefull;
   m->node = 2, m->nnodes = 5, m->ntrainers = 20;
   m->k = 3, m->m = 2, m->group = 0, m->pos = 2, m->group_size = 5;
   m->nlocal = 4;
@@ -1108,6 +1109,7 @@ START_TEST(meta_round_trip) {
   ck_assert_str_eq(got->job, JOB);
   ck_assert_str_eq(got->host, "node07.cluster");
   ck_assert_uint_eq(got->epoch, 3);
+  ck_assert_uint_eq(got->run, 0x8badf00ddeadbeefull);
   ck_assert_uint_eq(got->node, 2);
   ck_assert_uint_eq(got->nnodes, 5);
   ck_assert_uint_eq(got->ntrainers, 20);
@@ -1236,7 +1238,7 @@ START_TEST(meta_missing) {
 }
 END_TEST
 
-/* The wire form of the metadata (snapshot/store.c): a 200-byte fixed part,
+/* The wire form of the metadata (snapshot/store.c): a 208-byte fixed part,
  * nnodes host names of 64 bytes, then per rank 16 bytes and nbufs records,
  * then a CRC64 of all before it.  The sample has 5 nodes. */
 enum {
@@ -1249,7 +1251,7 @@ enum {
   M_K = 172,
   M_M = 176,
   M_NLOCAL = 192,
-  M_FIXED = 200,
+  M_FIXED = 208,
   M_HOSTS = M_FIXED,
   R_FIXED = 16
 };
@@ -1341,7 +1343,7 @@ static const struct {
      "truncated?"},
     {"bad magic", m_magic, FT_ECORRUPT, "bad magic", "not ftrt metadata"},
     {"other format", m_format, FT_EMISMATCH, "store format 9",
-     "reads format 1"},
+     "reads format 2"},
     {"flipped byte", m_flip_body, FT_ECORRUPT, "CRC mismatch", "meta"},
     {"flipped CRC", m_flip_crc, FT_ECORRUPT, "CRC mismatch", "meta"},
     {"rank table after the last rank", m_nlocal_less, FT_ECORRUPT,
