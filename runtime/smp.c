@@ -130,6 +130,12 @@ static uint64_t new_run_id(void) {
   return id ? id : 1;
 }
 
+/* Append host to a space-separated list of cap bytes (cut when full). */
+static void add_host(char *list, size_t cap, const char *host) {
+  size_t used = strlen(list);
+  snprintf(list + used, cap - used, "%s%s", used ? " " : "", host);
+}
+
 /* A store of an older layout epoch than another node's belongs to a host
  * that was given up after a failure (its node was rebuilt elsewhere): it is
  * stale, and never read as current.  ft-restore rebuilds such a node. */
@@ -143,9 +149,7 @@ static int check_epochs(smp_t *s, const node_id_t *all) {
   for (int i = 0; i < s->nnodes; i++) {
     if (all[i].stored_node < 0 || all[i].stored_epoch == newest)
       continue;
-    size_t used = strlen(stale);
-    snprintf(stale + used, sizeof(stale) - used, "%s%s", used ? " " : "",
-             all[i].host);
+    add_host(stale, sizeof(stale), all[i].host);
     old = all[i].stored_epoch;
   }
   if (!stale[0])
@@ -173,9 +177,7 @@ static int check_runs(smp_t *s, const node_id_t *all) {
   for (int i = 0; i < s->nnodes; i++) {
     if (!all[i].stored_run || all[i].stored_run == s->run)
       continue;
-    size_t used = strlen(other);
-    snprintf(other + used, sizeof(other) - used, "%s%s", used ? " " : "",
-             all[i].host);
+    add_host(other, sizeof(other), all[i].host);
     theirs = all[i].stored_run;
   }
   if (!s->run)

@@ -19,6 +19,7 @@
 #include "ec/codec.h"
 #include "ec/layout.h"
 #include "ftrt.h"
+#include "tests/unit/tmpdir.h"
 #include "snapshot/store.h"
 
 #define JOB "job-oom"
@@ -103,26 +104,7 @@ static int oom_loop(const char *what, attempt_fn attempt, void *arg) {
   }
 }
 
-/* ---- per-test directory ---- */
-
-static char root[64], dir[96];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
-
-static void rm_tree(char *path) {
-  if (path[0])
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-  path[0] = '\0';
-}
-
-static void setup(void) {
-  snprintf(dir, sizeof(dir), "%s/t-XXXXXX", root);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
+/* ---- per-test directory (tmpdir.h) ---- */
 
 /* With CK_FORK=no a failed test does not end a process: put the default
  * allocator back whatever happened. */

@@ -22,34 +22,14 @@
 
 #include "ec/crc.h"
 #include "ftrt.h"
+#include "tests/unit/tmpdir.h"
 #include "snapshot/ctl.h"
 #include "snapshot/store.h"
 
 #define JOB "job-a"
 #define PAGE 4096u
 
-/* ---- per-test directory ---- */
-
-/* Every test's directory lives under root, which main removes at the end:
- * a failed test exits its forked process without running teardown. */
-static char root[64], dir[96];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
-
-static void rm_tree(char *path) {
-  if (path[0])
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-  path[0] = '\0';
-}
-
-static void setup(void) {
-  snprintf(dir, sizeof(dir), "%s/t-XXXXXX", root);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
+/* ---- per-test directory (tmpdir.h) ---- */
 
 static void teardown(void) { rm_tree(dir); }
 
