@@ -744,8 +744,9 @@ int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
                         dir, strerror(err));
       return ft__msgf(FT_EINUSE, msg, msglen,
                       "%s: another launch of this job holds the store on "
-                      "this node (waited %.0f s, FT_TIMEOUT); let it end, or "
-                      "use another FT_JOB",
+                      "this node, or an ft-restore of it does (waited %.0f "
+                      "s); let it end first: two processes of one job never "
+                      "share a store",
                       dir, wait_s);
     }
     nanosleep(&nap, NULL);
