@@ -102,6 +102,9 @@ static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
   MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (first == c->world_rank)
     FT_LOGE(&c->log, "ft_init: %s", msg);
+  /* No rank returns (and perhaps exits, making mpirun kill the others)
+   * before the reason is written. */
+  MPI_Barrier(MPI_COMM_WORLD);
   destroy(c);
   return rc;
 }

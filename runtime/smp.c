@@ -107,6 +107,7 @@ typedef struct node_id {
   uint64_t stored_epoch; /* layout epoch of that metadata, 0 without */
   uint64_t stored_run;   /* its run id, 0 without */
   uint64_t new_run;      /* a fresh run id, should this launch start one */
+  int fresh;             /* FT_FRESH=1 here */
 } node_id_t;
 
 static int cmp_node(const void *a, const void *b) {
@@ -194,8 +195,28 @@ static int check_runs(smp_t *s, const node_id_t *all) {
                   (unsigned long long)s->run, s->c->cfg.job);
 }
 
+/* Starting over removes stores: every node or none. */
+static int check_fresh(smp_t *s, const node_id_t *all) {
+  char without[256] = "";
+  int some = 0;
+  for (int i = 0; i < s->nnodes; i++)
+    if (all[i].fresh)
+      some = 1;
+    else
+      add_host(without, sizeof(without), all[i].host);
+  if (!some || !without[0])
+    return FT_OK;
+  return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
+                  "job '%s': FT_FRESH=1 reaches some nodes only (not %s): "
+                  "nothing was removed. Set it for every rank (ft-launch "
+                  "--fresh does; mpirun -x FT_FRESH)",
+                  s->c->cfg.job, without);
+}
+
 static int check_stored(smp_t *s, node_id_t *all) {
-  int rc = check_runs(s, all);
+  int rc = check_fresh(s, all);
+  if (rc == FT_OK)
+    rc = check_runs(s, all);
   if (rc)
     return rc;
   rc = check_epochs(s, all);
@@ -262,6 +283,7 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
   mine.stored_epoch = s->meta ? s->meta->epoch : 0;
   mine.stored_run = s->meta ? s->meta->run : 0;
   mine.new_run = new_run_id();
+  mine.fresh = c->cfg.fresh;
   int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
   if (rc == FT_OK)
     rc = check_stored(s, all);
@@ -318,14 +340,13 @@ static int form_groups(smp_t *s) {
 static int start_over(smp_t *s) {
   uint64_t dropped = 0;
   for (int i = 0; i < FT_NSLOTS; i++) {
-    if (!s->slot[i].map)
+    ft__slot_t sl;
+    if (ft__slot_open(&sl, s->c->dir, i, s->c->cfg.job, NULL, 0) != FT_OK)
       continue;
-    if (ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED &&
-        s->slot[i].hdr->version > dropped)
-      dropped = s->slot[i].hdr->version;
-    ft__slot_close(&s->slot[i]);
+    if (ft__slot_state(&sl) >= FT_SLOT_ENCODED && sl.hdr->version > dropped)
+      dropped = sl.hdr->version;
+    ft__slot_close(&sl);
   }
-  s->damaged = 0;
   if (dropped)
     FT_LOGW(&s->c->log, "FT_FRESH=1: starting over; version %llu of job '%s' "
             "is discarded", (unsigned long long)dropped, s->c->cfg.job);
@@ -337,11 +358,15 @@ static int open_store(smp_t *s) {
   int rc = ft__store_mkdir(c->dir, s->msg, sizeof(s->msg));
   /* Before anything in the store is read: a second launch of the job on
    * this node would otherwise share the first one's slots. */
+  /* Half of FT_TIMEOUT: the other SMPs wait FT_TIMEOUT for this one in
+   * the node discovery that follows, and must not give up first. */
   if (rc == FT_OK)
-    /* Half of FT_TIMEOUT: the other SMPs wait FT_TIMEOUT for this one in
-     * the node discovery that follows, and must not give up first. */
     rc = ft__store_lock(c->dir, c->cfg.timeout_s / 2, &s->lock_fd, s->msg,
                         sizeof(s->msg));
+  /* FT_FRESH=1: nothing of the store is read; start_over removes it once
+   * every node agreed to (whatever format it was written in). */
+  if (c->cfg.fresh)
+    return rc;
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
     rc = ft__slot_open(&s->slot[i], c->dir, i, c->cfg.job, s->msg,
                        sizeof(s->msg));
@@ -349,7 +374,7 @@ static int open_store(smp_t *s) {
       /* A slot cut short by a crash while it was being (re)created holds no
        * committed version; the other slot may.  It is rebuilt when next
        * prepared.  One that is not blank is damaged: it may have held a
-       * committed version, so it forbids a fresh start (refuse_fresh). */
+       * committed version (refuse_discard). */
       s->damaged |= !ft__slot_blank(c->dir, i);
       FT_LOGW(&c->log, "%s; treating the slot as empty", s->msg);
       s->msg[0] = '\0';
@@ -362,8 +387,6 @@ static int open_store(smp_t *s) {
   }
   if (rc)
     return rc;
-  if (c->cfg.fresh)
-    return start_over(s);
   s->meta = ft__calloc(1, sizeof(*s->meta));
   if (!s->meta)
     return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
@@ -403,17 +426,22 @@ static uint64_t newest_committed(const smp_t *s) {
   return v;
 }
 
-/* No version common to every node, yet one of them holds a committed one:
- * starting over would silently throw committed state away.  Refused, with
- * the versions each node holds; FT_FRESH=1 (which empties the slots at
- * start) is the explicit way to start over. */
-static int refuse_fresh(smp_t *s, const uint64_t *all) {
-  uint64_t committed = 0, intact = 0;
+/* The restore may only throw away what was never committed.  Refused, with
+ * the versions each node holds, when the version every node holds whole
+ * (best, 0 for none) is older than one a node holds COMMITTED (some node
+ * lost or damaged its copy), or when a slot is damaged (it may have held
+ * the newest committed version) and a newer version than best, or none at
+ * all, is what the nodes hold.  FT_FRESH=1 is the explicit way to start
+ * over. */
+static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
+  uint64_t committed = 0, intact = 0, newest = 0;
   int rc = min_u64(s, ~newest_committed(s), &committed, "restore agreement");
   if (rc == FT_OK)
     rc = min_u64(s, !s->damaged, &intact, "restore agreement");
   committed = ~committed;
-  if (rc || (!committed && intact))
+  for (int i = 0; i < s->nnodes * FT_NSLOTS; i++)
+    newest = all[i] > newest ? all[i] : newest;
+  if (rc || (committed <= best && (intact || (best && newest <= best))))
     return rc;
   char found[384] = "";
   for (int n = 0; n < s->nnodes; n++) {
@@ -423,20 +451,23 @@ static int refuse_fresh(smp_t *s, const uint64_t *all) {
              n ? ", " : "", n, s->hosts[n], (unsigned long long)v[0],
              (unsigned long long)v[1]);
   }
-  char what[96];
-  if (committed)
+  char what[128];
+  if (committed > best)
     snprintf(what, sizeof(what), "version %llu was committed",
              (unsigned long long)committed);
   else
     snprintf(what, sizeof(what), "a slot failed validation (see the warnings) "
                                  "and may have held a committed version");
+  char held[64] = "no version is held whole by every node";
+  if (best)
+    snprintf(held, sizeof(held), "only version %llu is held whole by every "
+             "node", (unsigned long long)best);
   return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
-                  "job '%s': %s, but no version is held whole by every node "
-                  "(versions per node, 0 = none: %s). Nothing was started. "
-                  "`ft-restore --dry-run` on these nodes says whether it can "
-                  "be rebuilt; `--fresh` (FT_FRESH=1) starts over and "
-                  "discards it",
-                  s->c->cfg.job, what, found);
+                  "job '%s': %s, but %s (versions per node, 0 = none: %s). "
+                  "Nothing was started. `ft-restore --dry-run` on these nodes "
+                  "says whether it can be rebuilt; `--fresh` (FT_FRESH=1) "
+                  "starts over and discards it",
+                  s->c->cfg.job, what, held, found);
 }
 
 static int agree_restore(smp_t *s) {
@@ -445,8 +476,8 @@ static int agree_restore(smp_t *s) {
   uint64_t *all = s->scratch;
   int rc = allgather(s, mine, all, sizeof(mine), "restore agreement");
   uint64_t best = rc == FT_OK ? ft__newest_common(all, s->nnodes, NULL) : 0;
-  if (rc == FT_OK && !best)
-    rc = refuse_fresh(s, all);
+  if (rc == FT_OK)
+    rc = refuse_discard(s, all, best);
   s->committed = best;
   for (int i = 0; rc == FT_OK && best && i < FT_NSLOTS; i++) {
     if (mine[i] != best)
@@ -535,6 +566,8 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   if (rc == FT_OK)
     rc = check_relaunch(s);
   rc = agree_ok(s, rc, "start-up");
+  if (rc == FT_OK && c->cfg.fresh)
+    rc = agree_ok(s, start_over(s), "start-up");
   if (rc == FT_OK)
     rc = agree_restore(s);
   if (rc == FT_OK)

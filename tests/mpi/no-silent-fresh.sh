@@ -61,6 +61,39 @@ grep -q "stores of two different runs of job 'two-runs'" "$LOGDIR/restore-mixed"
 [ "$before" = "$(stores)" ] || fail "a refusal over two runs changed the stores"
 note "two runs never mix: $(grep -m1 -o 'the stores on [^(]*' "$LOGDIR/mixed")"
 
+# A damaged copy of the newest committed version never means a silent
+# rollback to the one before.  The job is held as its SMPs enter the commit
+# of version 4 (step 8: ENCODED everywhere, version 3 COMMITTED in the other
+# slot) and killed there; node 0 is marked as having seen the commit (state
+# word 4), vnode1's copy of version 4 is damaged.  The relaunch refuses
+# rather than resume from step 6 and overwrite version 4 everywhere.
+export FT_JOB=rollback
+FT_HOLD=phase=commit,step=8 train_bg full 6 $ARGS
+for v in 0 1 2; do
+  until "$B/ft-hold" --job "$FT_JOB" --vnode $v --timeout 300 wait >/dev/null 2>&1; do
+    kill -0 "$PID" 2>/dev/null || { log_of full | tail; fail "the run ended before its hold"; }
+    sleep 0.05
+  done
+done
+{ kill -TERM "$PID"; wait "$PID"; } 2>/dev/null # mpirun may crash on TERM
+printf '\x04\0\0\0' | dd of="$FT_STORE_ROOT/vnode0/$FT_JOB/slot0" bs=1 seek=12 conv=notrunc status=none
+printf '\x5a' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot0" bs=1 seek=104 conv=notrunc status=none
+before=$(stores)
+train rolled 6 $ARGS && { log_of rolled | tail; fail "a relaunch that would roll back a committed version exited 0"; }
+grep -q '^resumed from' "$LOGDIR/rolled" && fail "the relaunch rolled back to an older version"
+grep -q "job 'rollback': version 4 was committed, but only version 3 is held whole by every node" "$LOGDIR/rolled" ||
+  { log_of rolled | tail; fail "no clear message for a rollback"; }
+[ "$before" = "$(stores)" ] || fail "the refused relaunch changed the stores"
+note "no silent rollback: $(grep -m1 -o 'version 4 was committed[^(]*' "$LOGDIR/rolled")"
+
+# FT_FRESH=1 that reaches one node only removes nothing and is refused.
+timeout 120 mpirun -np 2 env FT_FRESH=1 "$B/ft-train-example" $ARGS : -np 4 "$B/ft-train-example" $ARGS \
+  >"$LOGDIR/partial" 2>&1 && fail "a launch with FT_FRESH=1 on one node only exited 0"
+grep -q "FT_FRESH=1 reaches some nodes only" "$LOGDIR/partial" ||
+  { log_of partial | tail; fail "no clear message for a partial FT_FRESH"; }
+[ "$before" = "$(stores)" ] || fail "a partial FT_FRESH removed something"
+note "FT_FRESH=1 on one node only: refused, nothing removed"
+
 # One node (1+0), both slots' headers damaged (not blank): nothing shows a
 # committed version, yet one may have been there; no silent fresh start.
 unset FT_VIRTUAL_NODE_RANKS
