@@ -75,7 +75,9 @@ typedef struct ft__restore {
   int *gsize;                /* [ngroups] */
   int (*members)[FT_RESTORE_MAX_GROUP]; /* [ngroups][pos] node */
   char (*hosts)[FT_NAME_MAX];           /* [nnodes] host of each node */
-  uint64_t chunk_of_group[FT_RESTORE_MAX_GROUP];
+  uint64_t *chunk_of_group; /* [nnodes]: chunk bytes of each group (a
+                             * group index is below nnodes; a fixed table
+                             * overflowed past 256 groups) */
   unsigned char *bad;        /* [size][FT_MAX_CHUNKS] chunk CRC failures */
   int my_slot;               /* slot of this rank holding the version */
   int stale;  /* this rank's store is of an older layout epoch than the

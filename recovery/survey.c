@@ -224,9 +224,10 @@ static int alloc_layout(ft__restore_t *r) {
   r->gsize = ft__calloc((size_t)n, sizeof(int));
   r->members = ft__calloc((size_t)n, sizeof(*r->members));
   r->hosts = ft__calloc((size_t)n, FT_NAME_MAX);
+  r->chunk_of_group = ft__calloc((size_t)n, sizeof(uint64_t));
   r->bad = ft__calloc((size_t)r->size, FT_MAX_CHUNKS); /* for check_chunks */
   if (!r->rank_of_node || !r->group_of || !r->pos_of || !r->gsize ||
-      !r->members || !r->hosts || !r->bad)
+      !r->members || !r->hosts || !r->chunk_of_group || !r->bad)
     return ft__rsay(r, FT_ENOMEM, "%s: out of memory for %d nodes' layout",
                     r->host, n);
   for (int i = 0; i < n; i++)
