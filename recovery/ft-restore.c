@@ -93,7 +93,7 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
   char msg[512];
   if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
     return;
-  if (ft__store_mkdir(r->dir, msg, sizeof(msg)) != FT_OK ||
+  if (ft__store_open_dir(r->store_root, r->dir, msg, sizeof(msg)) != FT_OK ||
       ft__ctl_create(r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
     fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", spec, msg);
     r->ctl = NULL;
@@ -107,7 +107,12 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
  * rewrites the store of a running job.  A node without a store (a spare)
  * has nothing to protect yet.  Every rank learns the first failure. */
 static int lock_store(ft__restore_t *r, double wait_s) {
-  int fd, rc = ft__store_lock(r->dir, wait_s, &fd, r->msg, sizeof(r->msg));
+  int fd = -1, rc = FT_OK;
+  /* A store this restore will read must be this user's own (store.h). */
+  if (access(r->dir, F_OK) == 0)
+    rc = ft__store_open_dir(r->store_root, r->dir, r->msg, sizeof(r->msg));
+  if (rc == FT_OK)
+    rc = ft__store_lock(r->dir, wait_s, &fd, r->msg, sizeof(r->msg));
   if (rc == FT_ENOENT) {
     r->msg[0] = '\0';
     rc = FT_OK;

@@ -213,7 +213,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
   if (rc == FT_OK && r->stale)
     rc = clear_stale(r, msg, sizeof(msg));
   if (rc == FT_OK)
-    rc = ft__store_mkdir(dir, msg, sizeof(msg));
+    rc = ft__store_open_dir(r->store_root, dir, msg, sizeof(msg));
   int idx = (int)(r->version % FT_NSLOTS);
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */

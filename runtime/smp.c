@@ -355,7 +355,8 @@ static int start_over(smp_t *s) {
 
 static int open_store(smp_t *s) {
   ft_ctx_t *c = s->c;
-  int rc = ft__store_mkdir(c->dir, s->msg, sizeof(s->msg));
+  int rc = ft__store_open_dir(c->cfg.store_root, c->dir, s->msg,
+                              sizeof(s->msg));
   /* Before anything in the store is read: a second launch of the job on
    * this node would otherwise share the first one's slots. */
   /* Half of FT_TIMEOUT: the other SMPs wait FT_TIMEOUT for this one in

@@ -68,7 +68,7 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
   snprintf(tmp, sizeof(tmp), "%s/ctl.new", dir);
   /* Build a fresh file and rename it in, so that a process of an earlier
    * launch still mapping the old one can never confuse this launch. */
-  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 || ftruncate(fd, sizeof(ft__ctl_t)) != 0) {
     /* errno now, before the close below can change it */
     int err = errno;
@@ -101,7 +101,7 @@ int ft__ctl_attach(const char *dir, ft__ctl_t **out, char *msg, size_t msglen) {
   char path[FT_PATH_MAX + 16];
   *out = NULL;
   snprintf(path, sizeof(path), "%s/ctl", dir);
-  int fd = open(path, O_RDWR | O_CLOEXEC);
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", path,

@@ -195,7 +195,7 @@ int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
   s->fd = -1;
   s->idx = idx;
   slot_path(s->path, sizeof(s->path), dir, idx);
-  s->fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  s->fd = open(s->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (s->fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
                     strerror(errno));
@@ -223,7 +223,7 @@ int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
   s->fd = -1;
   s->idx = idx;
   slot_path(s->path, sizeof(s->path), dir, idx);
-  s->fd = open(s->path, O_RDWR | O_CLOEXEC);
+  s->fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (s->fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
                     strerror(errno));
@@ -555,7 +555,7 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
   snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
   snprintf(final, sizeof(final), "%s/%s", dir, name);
   int rc = FT_OK;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 || ft__write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
     rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: write: %s", tmp,
                   strerror(errno));
@@ -595,7 +595,7 @@ int ft__store_read_file(const char *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen) {
   char path[FT_PATH_MAX + 80];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", path,
                     strerror(errno));
@@ -756,7 +756,7 @@ int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
 int ft__slot_blank(const char *dir, int idx) {
   char path[FT_PATH_MAX + 16], magic[8] = {0};
   slot_path(path, sizeof(path), dir, idx);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return 1;
   ssize_t n = pread(fd, magic, sizeof(magic), 0);
@@ -803,6 +803,59 @@ int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
                     strerror(errno));
   }
   closedir(d);
+  return rc;
+}
+
+/* One directory of the store's path: ours, private, not a link. */
+static int private_dir(const char *path, char *msg, size_t msglen) {
+  struct stat st;
+  if (lstat(path, &st) != 0)
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: %s", path,
+                    strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "%s: a symbolic link, not a directory of this store: "
+                    "remove it, or give FT_STORE_ROOT as the real path",
+                    path);
+  if (!S_ISDIR(st.st_mode))
+    return ft__msgf(FT_ECONFIG, msg, msglen, "%s: not a directory", path);
+  if (st.st_uid != geteuid())
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "%s: owned by uid %u, not by this user (uid %u): another "
+                    "user's store root could read or change this job's "
+                    "state; set FT_STORE_ROOT to a directory of your own",
+                    path, (unsigned)st.st_uid, (unsigned)geteuid());
+  if (st.st_mode & 022)
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "%s: mode %03o, writable by others: anyone could plant "
+                    "files in the job's store; chmod 700 it, or set "
+                    "FT_STORE_ROOT to a private directory",
+                    path, (unsigned)(st.st_mode & 0777));
+  return FT_OK;
+}
+
+int ft__store_open_dir(const char *root, const char *dir, char *msg,
+                       size_t msglen) {
+  size_t n = strlen(root);
+  if (strncmp(dir, root, n) != 0 || (dir[n] != '/' && dir[n] != '\0'))
+    return ft__msgf(FT_EINVAL, msg, msglen, "%s: not under the store root %s",
+                    dir, root);
+  char p[FT_PATH_MAX];
+  snprintf(p, sizeof(p), "%s", root);
+  int rc = ft__store_mkdir(p, msg, msglen);
+  if (rc == FT_OK)
+    rc = private_dir(p, msg, msglen);
+  /* Down from the root, one component at a time: each checked before
+   * anything is made inside it. */
+  for (size_t i = n + 1; rc == FT_OK && i <= strlen(dir); i++) {
+    if (dir[i] != '/' && dir[i] != '\0')
+      continue;
+    snprintf(p, sizeof(p), "%.*s", (int)i, dir);
+    if (mkdir(p, 0700) != 0 && errno != EEXIST)
+      return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: mkdir: %s", p,
+                      strerror(errno));
+    rc = private_dir(p, msg, msglen);
+  }
   return rc;
 }
 

@@ -266,6 +266,18 @@ int ft__store_clear(const char *dir, char *msg, size_t msglen);
  * could be removed is removed. */
 int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen);
 
+/*
+ * The store directory dir of a job, under root (FT_STORE_ROOT; dir begins
+ * with root): made (mode 0700) where missing, and refused (FT_ECONFIG, with
+ * a message saying what is wrong and what to do) unless root and every
+ * directory from it down to dir is a real directory (not a symbolic link)
+ * owned by this user and not writable by group or others.  On a shared
+ * node, another user could otherwise have made the root first and read,
+ * fill or redirect the job's files.  msg may be NULL.
+ */
+int ft__store_open_dir(const char *root, const char *dir, char *msg,
+                       size_t msglen);
+
 /* mkdir -p of dir (mode 0700).  msg may be NULL. */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
 /* The store directory of job under root (FT_STORE_ROOT): root/job, or

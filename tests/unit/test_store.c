@@ -1409,6 +1409,77 @@ END_TEST
 
 /* ================= directories ================= */
 
+/* A store root that is not this user's own, private directory is refused
+ * with a message, and nothing is created in it (issue 14.5). */
+START_TEST(store_root_private) {
+  char r[160], job[200], msg[512] = "";
+  snprintf(r, sizeof(r), "%s/root", dir);
+  snprintf(job, sizeof(job), "%s/job", r);
+  ck_assert_int_eq(mkdir(r, 0777), 0);
+  ck_assert_int_eq(chmod(r, 0777), 0); /* past the umask */
+  ck_assert_int_eq(ft__store_open_dir(r, job, msg, sizeof(msg)), FT_ECONFIG);
+  ck_msg_has(msg, r);
+  ck_msg_has(msg, "writable by others");
+  ck_assert_int_ne(access(job, F_OK), 0);
+  ck_assert_int_eq(chmod(r, 0700), 0);
+  ck_assert_int_eq(ft__store_open_dir(r, job, msg, sizeof(msg)), FT_OK);
+  struct stat st;
+  ck_assert_int_eq(lstat(job, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0700);
+  /* a job directory planted as a symlink */
+  char elsewhere[200], job2[200];
+  snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", dir);
+  snprintf(job2, sizeof(job2), "%s/job2", r);
+  ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
+  ck_assert_int_eq(symlink(elsewhere, job2), 0);
+  ck_assert_int_eq(ft__store_open_dir(r, job2, msg, sizeof(msg)), FT_ECONFIG);
+  ck_msg_has(msg, "symbolic link");
+  /* another user's root (only root can make one) */
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chown(r, 65534, 65534), 0);
+    ck_assert_int_eq(ft__store_open_dir(r, job, msg, sizeof(msg)), FT_ECONFIG);
+    ck_msg_has(msg, "owned by uid 65534");
+    ck_assert_int_eq(chown(r, 0, 0), 0);
+  }
+}
+END_TEST
+
+/* A file planted as a symlink where the store writes one is refused and its
+ * target is untouched (O_NOFOLLOW). */
+START_TEST(store_no_follow) {
+  char target[200], link[200], msg[512] = "";
+  snprintf(target, sizeof(target), "%s/target", dir);
+  FILE *f = fopen(target, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("precious", f);
+  fclose(f);
+  static const char *const names[] = {"meta.tmp", "slot0", "ctl.new"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    snprintf(link, sizeof(link), "%s/%s", dir, names[i]);
+    ck_assert_int_eq(symlink(target, link), 0);
+  }
+  ft__meta_t *m = sample_meta();
+  ck_assert_int_ne(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
+  free(m);
+  ft__slot_geom_t g;
+  uint64_t bytes[1] = {4096};
+  ck_assert_int_eq(ft__slot_geom_local(&g, 1, bytes), FT_OK);
+  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, 4096), FT_OK);
+  ft__slot_t s;
+  ck_assert_int_ne(ft__slot_create(&s, dir, 0, JOB, &g, msg, sizeof(msg)),
+                   FT_OK);
+  ft__ctl_t *ctl = NULL;
+  ck_assert_int_ne(ft__ctl_create(dir, 1, &ctl, msg, sizeof(msg)), FT_OK);
+  ck_assert_ptr_null(ctl);
+  char got[32] = "";
+  f = fopen(target, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_ptr_nonnull(fgets(got, sizeof(got), f));
+  fclose(f);
+  ck_assert_str_eq(got, "precious");
+}
+END_TEST
+
 /* One launch per job: a second lock on the store is refused after its wait
  * with FT_EINUSE and a message; the lock ends with its descriptor. */
 START_TEST(store_lock) {
@@ -1598,6 +1669,8 @@ int main(void) {
                       (int)(sizeof(meta_bad) / sizeof(meta_bad[0])));
   tcase_add_test(tc, store_dir);
   tcase_add_test(tc, store_lock);
+  tcase_add_test(tc, store_root_private);
+  tcase_add_test(tc, store_no_follow);
   tcase_add_test(tc, ctl_refusals);
   tcase_add_test(tc, msg_may_be_null);
   tcase_add_test(tc, ctl_status_of_failing_call);
