@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/fault.h"
@@ -23,7 +24,13 @@
 void ft__config_defaults(ft__config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));
   snprintf(cfg->job, sizeof(cfg->job), "%s", "ftrt");
-  snprintf(cfg->store_root, sizeof(cfg->store_root), "%s", "/dev/shm/ftrt");
+  /* One default root per user: a root must be its user's own (store.h),
+   * so a shared default would serve only whoever made it first. */
+  if (geteuid() == 0)
+    snprintf(cfg->store_root, sizeof(cfg->store_root), "/dev/shm/ftrt");
+  else
+    snprintf(cfg->store_root, sizeof(cfg->store_root), "/dev/shm/ftrt-%u",
+             (unsigned)geteuid());
   cfg->ec_k = 0;
   cfg->ec_m = -1;
   cfg->capture = FT_CAPTURE_SYNC;
@@ -298,8 +305,12 @@ static int load_launch(ft__config_t *cfg, ft__getenv_fn get, void *arg,
                            &cfg->vnode_ranks, msg, msglen)))
     return rc;
   /* Starting over is never implied: only FT_FRESH=1 (ft-launch --fresh). */
-  if ((v = get("FT_FRESH", arg)))
-    return parse_int("FT_FRESH", v, 0, 1, &cfg->fresh, msg, msglen);
+  if ((v = get("FT_FRESH", arg)) &&
+      (rc = parse_int("FT_FRESH", v, 0, 1, &cfg->fresh, msg, msglen)))
+    return rc;
+  if ((v = get("FT_ALLOW_ROLLBACK", arg)))
+    return parse_int("FT_ALLOW_ROLLBACK", v, 0, 1, &cfg->allow_rollback, msg,
+                     msglen);
   return FT_OK;
 }
 

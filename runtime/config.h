@@ -41,6 +41,8 @@ typedef struct ft__config {
   char hold[FT_JOB_MAX];              /* FT_HOLD: "step=N", "phase=P,step=N" */
   int vnode_ranks;                    /* FT_VIRTUAL_NODE_RANKS, 0 = real nodes */
   int fresh; /* FT_FRESH=1: start over, discarding what the store holds */
+  int allow_rollback; /* FT_ALLOW_ROLLBACK=1: resume from an older version
+                       * than a committed one no node set holds whole */
 } ft__config_t;
 
 /* Returns the value of a variable or NULL when unset. */

@@ -435,15 +435,26 @@ static uint64_t newest_committed(const smp_t *s) {
  * all, is what the nodes hold.  FT_FRESH=1 is the explicit way to start
  * over. */
 static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
-  uint64_t committed = 0, intact = 0, newest = 0;
+  uint64_t committed = 0, intact = 0, newest = 0, allowed = 0;
   int rc = min_u64(s, ~newest_committed(s), &committed, "restore agreement");
   if (rc == FT_OK)
     rc = min_u64(s, !s->damaged, &intact, "restore agreement");
+  if (rc == FT_OK)
+    rc = min_u64(s, (uint64_t)s->c->cfg.allow_rollback, &allowed,
+                 "restore agreement");
   committed = ~committed;
   for (int i = 0; i < s->nnodes * FT_NSLOTS; i++)
     newest = all[i] > newest ? all[i] : newest;
   if (rc || (committed <= best && (intact || (best && newest <= best))))
     return rc;
+  if (best && allowed) { /* asked for, on every node: said, and done */
+    FT_LOGW(&s->c->log, "FT_ALLOW_ROLLBACK=1: resuming from version %llu; "
+            "version %llu of job '%s', committed but not held whole by every "
+            "node, is discarded", (unsigned long long)best,
+            (unsigned long long)(committed > best ? committed : newest),
+            s->c->cfg.job);
+    return FT_OK;
+  }
   char found[384] = "";
   for (int n = 0; n < s->nnodes; n++) {
     const uint64_t *v = all + (size_t)s->order[n] * FT_NSLOTS;
@@ -463,12 +474,17 @@ static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
   if (best)
     snprintf(held, sizeof(held), "only version %llu is held whole by every "
              "node", (unsigned long long)best);
+  char older[96] = "";
+  if (best)
+    snprintf(older, sizeof(older), "FT_ALLOW_ROLLBACK=1 resumes from "
+             "version %llu and discards the newer one; ",
+             (unsigned long long)best);
   return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
                   "job '%s': %s, but %s (versions per node, 0 = none: %s). "
-                  "Nothing was started. `ft-restore --dry-run` on these nodes "
-                  "says whether it can be rebuilt; `--fresh` (FT_FRESH=1) "
-                  "starts over and discards it",
-                  s->c->cfg.job, what, held, found);
+                  "Nothing was started, nothing changed. ft-restore cannot "
+                  "rebuild a copy that a live node lost or damaged yet; %s"
+                  "`--fresh` (FT_FRESH=1) starts over and discards it all",
+                  s->c->cfg.job, what, held, found, older);
 }
 
 static int agree_restore(smp_t *s) {

@@ -36,7 +36,8 @@ static void usage(FILE *f) {
         "Show what this node's store holds for a job: versions, states, sizes,\n"
         "age, and the running SMP's phase, binding and counters.\n"
         "  --job NAME   job name (default: FT_JOB, else 'ftrt')\n"
-        "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt)\n"
+        "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt,\n"
+        "               /dev/shm/ftrt-UID for a user other than root)\n"
         "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
         "  --json       one JSON object instead of the table\n"
         "Exit status: 0 store found, 1 no store or unreadable, 2 usage.\n",

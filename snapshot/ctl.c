@@ -68,7 +68,13 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
   snprintf(tmp, sizeof(tmp), "%s/ctl.new", dir);
   /* Build a fresh file and rename it in, so that a process of an earlier
    * launch still mapping the old one can never confuse this launch. */
-  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  /* A new file, never one already there (planted, or another's). */
+  if (unlink(tmp) != 0 && errno != ENOENT) {
+    int err = errno;
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: unlink: %s", tmp,
+                    strerror(err));
+  }
+  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 || ftruncate(fd, sizeof(ft__ctl_t)) != 0) {
     /* errno now, before the close below can change it */
     int err = errno;

@@ -555,7 +555,12 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
   snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
   snprintf(final, sizeof(final), "%s/%s", dir, name);
   int rc = FT_OK;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  /* A new file, never one already there (planted, or another's). */
+  if (unlink(tmp) != 0 && errno != ENOENT)
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s", tmp,
+                    strerror(errno));
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
   if (fd < 0 || ft__write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
     rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: write: %s", tmp,
                   strerror(errno));
@@ -827,10 +832,40 @@ static int private_dir(const char *path, char *msg, size_t msglen) {
                     path, (unsigned)st.st_uid, (unsigned)geteuid());
   if (st.st_mode & 022)
     return ft__msgf(FT_ECONFIG, msg, msglen,
-                    "%s: mode %03o, writable by others: anyone could plant "
-                    "files in the job's store; chmod 700 it, or set "
-                    "FT_STORE_ROOT to a private directory",
-                    path, (unsigned)(st.st_mode & 0777));
+                    "%s: mode %04o, writable by others: anyone could plant "
+                    "files in the job's store; %s",
+                    path, (unsigned)(st.st_mode & 07777),
+                    st.st_mode & S_ISVTX
+                        ? "set FT_STORE_ROOT to a directory of your own "
+                          "inside it, such as <it>/ftrt-$USER"
+                        : "chmod 700 it, or set FT_STORE_ROOT to a "
+                          "private directory");
+  return FT_OK;
+}
+
+/* Every directory above the root: another user must not be able to
+ * rename or replace what lies below it (owned by root or this user, and
+ * writable by others only when sticky, as /tmp and /dev/shm are). */
+static int safe_ancestors(const char *root, char *msg, size_t msglen) {
+  char p[FT_PATH_MAX];
+  for (size_t i = 1; root[i]; i++) {
+    if (root[i] != '/')
+      continue;
+    snprintf(p, sizeof(p), "%.*s", (int)i, root);
+    struct stat st;
+    if (stat(p, &st) != 0)
+      return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: %s", p,
+                      strerror(errno));
+    int owner_ok = st.st_uid == 0 || st.st_uid == geteuid();
+    if (!owner_ok || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "%s (above the store root %s): owned by uid %u, mode "
+                      "%04o: another user could move the store away and "
+                      "put their own in its place; choose a store root "
+                      "whose every parent only root or you can change",
+                      p, root, (unsigned)st.st_uid,
+                      (unsigned)(st.st_mode & 07777));
+  }
   return FT_OK;
 }
 
@@ -842,7 +877,13 @@ int ft__store_open_dir(const char *root, const char *dir, char *msg,
                     dir, root);
   char p[FT_PATH_MAX];
   snprintf(p, sizeof(p), "%s", root);
-  int rc = ft__store_mkdir(p, msg, msglen);
+  /* "/a/link/" would follow the link: the root is checked without its
+   * trailing slashes. */
+  for (size_t len = strlen(p); len > 1 && p[len - 1] == '/'; len--)
+    p[len - 1] = '\0';
+  int rc = safe_ancestors(p, msg, msglen);
+  if (rc == FT_OK)
+    rc = ft__store_mkdir(p, msg, msglen);
   if (rc == FT_OK)
     rc = private_dir(p, msg, msglen);
   /* Down from the root, one component at a time: each checked before

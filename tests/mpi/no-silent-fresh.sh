@@ -85,8 +85,15 @@ grep -q "job 'rollback': version 4 was committed, but only version 3 is held who
   { log_of rolled | tail; fail "no clear message for a rollback"; }
 [ "$before" = "$(stores)" ] || fail "the refused relaunch changed the stores"
 note "no silent rollback: $(grep -m1 -o 'version 4 was committed[^(]*' "$LOGDIR/rolled")"
+# Asked for on every node, the rollback happens, and says what it discards.
+FT_ALLOW_ROLLBACK=1 train rolled-ok 6 $ARGS || { log_of rolled-ok | tail; fail "FT_ALLOW_ROLLBACK=1 relaunch failed"; }
+grep -q '^resumed from step 6$' "$LOGDIR/rolled-ok" || { log_of rolled-ok | head; fail "expected resume from step 6"; }
+grep -q "FT_ALLOW_ROLLBACK=1: resuming from version 3; version 4 of job 'rollback'" "$LOGDIR/rolled-ok" ||
+  { log_of rolled-ok | tail; fail "the rollback does not say what it discards"; }
+expect_digest rolled-ok "$REF" "FT_ALLOW_ROLLBACK=1, resumed from step 6"
 
 # FT_FRESH=1 that reaches one node only removes nothing and is refused.
+before=$(stores)
 timeout 120 mpirun -np 2 env FT_FRESH=1 "$B/ft-train-example" $ARGS : -np 4 "$B/ft-train-example" $ARGS \
   >"$LOGDIR/partial" 2>&1 && fail "a launch with FT_FRESH=1 on one node only exited 0"
 grep -q "FT_FRESH=1 reaches some nodes only" "$LOGDIR/partial" ||

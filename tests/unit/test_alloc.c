@@ -19,8 +19,8 @@
 #include "ec/codec.h"
 #include "ec/layout.h"
 #include "ftrt.h"
-#include "tests/unit/tmpdir.h"
 #include "snapshot/store.h"
+#include "tests/unit/tmpdir.h"
 
 #define JOB "job-oom"
 #define MAX_BUDGET 1000
