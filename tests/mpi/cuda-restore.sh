@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$B/tests/mpi/cuda-restore" ] || { echo "SKIP: built without CUDA"; exit 77; }
 for mode in sync lazy; do
-  FT_JOB=cuda-$mode FT_CAPTURE=$mode timeout 120 mpirun -np 3 "$B/tests/mpi/cuda-restore" >"$LOGDIR/$mode" 2>&1
+  FT_JOB=cuda-$mode FT_CAPTURE=$mode timeout -k 10 120 mpirun -np 3 "$B/tests/mpi/cuda-restore" >"$LOGDIR/$mode" 2>&1
   rc=$?
   grep -q "no CUDA device" "$LOGDIR/$mode" && { echo "SKIP: no CUDA device"; exit 77; }
   [ $rc -eq 0 ] || { cat "$LOGDIR/$mode"; fail "$mode: exit $rc"; }

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 export FT_VIRTUAL_NODE_RANKS=2
 ARGS="--steps 12 --snapshot-every 2 --state-mb 2"
-restore() { timeout 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
+restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
 slot_md5() { cat "$FT_STORE_ROOT"/vnode*/"$FT_JOB"/slot* | md5sum; }
 
 # 1. 4 nodes, k=3 m=1, and 6 nodes, k=4 m=2: every stripe verifies and every

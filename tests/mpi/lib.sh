@@ -15,13 +15,13 @@ note() { echo "# $*"; }
 # train NAME NP ARGS... : run ft-train-example under mpirun, output to $LOGDIR/NAME
 train() {
   local name=$1 np=$2; shift 2
-  timeout 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1
+  timeout -k 10 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1
 }
 # train_bg NAME NP ARGS... : same, in the background; sets PID
 train_bg() {
   local name=$1 np=$2; shift 2
   : >"$LOGDIR/$name"
-  timeout 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1 &
+  timeout -k 10 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1 &
   PID=$!
 }
 digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$LOGDIR/$1" | tail -1; }

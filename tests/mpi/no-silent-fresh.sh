@@ -53,7 +53,7 @@ before=$(stores)
 train mixed 6 $ARGS && fail "a launch over stores of two runs exited 0"
 grep -q "belong to another run of this job name" "$LOGDIR/mixed" ||
   { log_of mixed | tail; fail "no clear message for stores of two runs"; }
-timeout 120 mpirun -np 3 "$B/ft-restore" >"$LOGDIR/restore-mixed" 2>&1
+timeout -k 10 120 mpirun -np 3 "$B/ft-restore" >"$LOGDIR/restore-mixed" 2>&1
 rc=$?
 [ $rc = 1 ] || { log_of restore-mixed | tail; fail "ft-restore over two runs: exit $rc, expected 1"; }
 grep -q "stores of two different runs of job 'two-runs'" "$LOGDIR/restore-mixed" ||
@@ -75,7 +75,13 @@ for v in 0 1 2; do
     sleep 0.05
   done
 done
-{ kill -TERM "$PID"; wait "$PID"; } 2>/dev/null # mpirun may crash on TERM
+# Kill the SMPs (mpirun then ends the job); a TERM to mpirun itself can
+# leave it hanging on a loaded machine.
+for v in 0 1 2; do
+  pid=$(FT_JOB=$FT_JOB "$B/ft-status" --vnode $v --json | sed -n 's/.*"smp":{"pid":\([0-9]*\).*/\1/p')
+  [ -n "$pid" ] && kill -9 "$pid"
+done
+wait "$PID" && fail "mpirun exited 0 after its SMPs were killed"
 printf '\x04\0\0\0' | dd of="$FT_STORE_ROOT/vnode0/$FT_JOB/slot0" bs=1 seek=12 conv=notrunc status=none
 printf '\x5a' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot0" bs=1 seek=104 conv=notrunc status=none
 before=$(stores)
@@ -94,7 +100,7 @@ expect_digest rolled-ok "$REF" "FT_ALLOW_ROLLBACK=1, resumed from step 6"
 
 # FT_FRESH=1 that reaches one node only removes nothing and is refused.
 before=$(stores)
-timeout 120 mpirun -np 2 env FT_FRESH=1 "$B/ft-train-example" $ARGS : -np 4 "$B/ft-train-example" $ARGS \
+timeout -k 10 120 mpirun -np 2 env FT_FRESH=1 "$B/ft-train-example" $ARGS : -np 4 "$B/ft-train-example" $ARGS \
   >"$LOGDIR/partial" 2>&1 && fail "a launch with FT_FRESH=1 on one node only exited 0"
 grep -q "FT_FRESH=1 reaches some nodes only" "$LOGDIR/partial" ||
   { log_of partial | tail; fail "no clear message for a partial FT_FRESH"; }

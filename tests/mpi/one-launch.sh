@@ -28,7 +28,7 @@ grep -q "another launch of this job holds the store on this node" "$LOGDIR/secon
 note "second launch refused: $(grep -m1 -o 'another launch[^;]*' "$LOGDIR/second")"
 
 # Nor does ft-restore rewrite the store of a running job.
-FT_TIMEOUT=2 timeout 120 mpirun -np 1 "$B/ft-restore" >"$LOGDIR/restore" 2>&1
+FT_TIMEOUT=2 timeout -k 10 120 mpirun -np 1 "$B/ft-restore" >"$LOGDIR/restore" 2>&1
 rc=$?
 [ $rc = 1 ] || { log_of restore | tail; fail "ft-restore on a running job: exit $rc, expected 1"; }
 grep -q "another launch of this job holds the store on this node" "$LOGDIR/restore" ||

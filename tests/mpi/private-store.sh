@@ -14,7 +14,7 @@ chown nobody "$HOMEDIR" && chmod 700 "$HOMEDIR" || fail "cannot prepare $HOMEDIR
 ARGS="--steps 6 --snapshot-every 2 --state-mb 1"
 as_nobody() {  # as_nobody NAME ROOT: a 1-node job as user nobody
   local name=$1 root=$2
-  timeout 120 runuser -u nobody -- env HOME="$HOMEDIR" FT_STORE_ROOT="$root" \
+  timeout -k 10 120 runuser -u nobody -- env HOME="$HOMEDIR" FT_STORE_ROOT="$root" \
     FT_JOB=private OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader,tcp \
     mpirun -np 3 "$B/ft-train-example" $ARGS >"$LOGDIR/$name" 2>&1
 }

@@ -11,14 +11,14 @@ lose_node1() {  # the survivors are renumbered vnode0..2, as a relaunch sees the
   mv "$FT_STORE_ROOT/vnode2" "$FT_STORE_ROOT/vnode1"
   mv "$FT_STORE_ROOT/vnode3" "$FT_STORE_ROOT/vnode2"
 }
-restore() { timeout 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
+restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
 
 export FT_JOB=reslice
-timeout 120 mpirun -np 8 "$B/tests/mpi/reslice-check" write 7 >"$LOGDIR/w" 2>&1 || { cat "$LOGDIR/w"; fail "write"; }
+timeout -k 10 120 mpirun -np 8 "$B/tests/mpi/reslice-check" write 7 >"$LOGDIR/w" 2>&1 || { cat "$LOGDIR/w"; fail "write"; }
 lose_node1
 restore 3 --mode shrink >"$LOGDIR/r" 2>&1 || { cat "$LOGDIR/r"; fail "ft-restore --mode shrink"; }
 grep -q "adopted: data only" "$LOGDIR/r" || { cat "$LOGDIR/r"; fail "no adoption in the plan"; }
-timeout 120 mpirun -np 6 "$B/tests/mpi/reslice-check" read 7 >"$LOGDIR/rd" 2>&1 || { cat "$LOGDIR/rd"; fail "re-sliced restore"; }
+timeout -k 10 120 mpirun -np 6 "$B/tests/mpi/reslice-check" read 7 >"$LOGDIR/rd" 2>&1 || { cat "$LOGDIR/rd"; fail "re-sliced restore"; }
 grep -q "3 ranks, status FT_OK, 0 wrong bytes, step 7" "$LOGDIR/rd" || { cat "$LOGDIR/rd"; fail "re-sliced bytes"; }
 note "4 -> 3 ranks: every byte of the re-sliced tensor and of the private buffers equals the snapshot's"
 

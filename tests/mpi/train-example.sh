@@ -18,7 +18,7 @@ trap 'rm -rf "$TMP"' EXIT
 run() {
   local name=$1 rc
   shift
-  timeout 120 mpirun -np 2 --oversubscribe "$PROG" --no-ftrt \
+  timeout -k 10 120 mpirun -np 2 --oversubscribe "$PROG" --no-ftrt \
     --steps $STEPS --state-mb 1 "$@" >"$TMP/$name" 2>"$TMP/$name.err"
   rc=$?
   [ $rc -eq 0 ] || { cat "$TMP/$name" "$TMP/$name.err"; fail "$name: exit $rc"; }
