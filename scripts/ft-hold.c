@@ -17,6 +17,7 @@
 #include "runtime/config.h"
 #include "snapshot/ctl.h"
 #include "snapshot/hold.h"
+#include "scripts/storeopt.h"
 #include "snapshot/store.h"
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOJOB = 3, EXIT_NOTMET = 4 };
@@ -187,29 +188,19 @@ static int run(tool_t *t, int argc, char **argv) {
 
 static int parse(int argc, char **argv, ft__config_t *cfg, int *vnode,
                  tool_t *t) {
-  static const struct option opts[] = {{"job", required_argument, 0, 'j'},
-                                       {"store", required_argument, 0, 's'},
-                                       {"vnode", required_argument, 0, 'v'},
+  static const struct option opts[] = {FT_STOREOPT_OPTIONS,
                                        {"timeout", required_argument, 0, 't'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int o;
+  int o, src;
   char *end;
   while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    if ((src = ft__storeopt(o, optarg, "ft-hold", cfg, vnode)) != 1) {
+      if (src)
+        return src;
+      continue;
+    }
     switch (o) {
-    case 'j':
-      if (!ft__valid_job(optarg))
-        return fprintf(stderr, "ft-hold: bad job name '%s'\n", optarg), 2;
-      snprintf(cfg->job, sizeof(cfg->job), "%s", optarg);
-      break;
-    case 's':
-      snprintf(cfg->store_root, sizeof(cfg->store_root), "%s", optarg);
-      break;
-    case 'v':
-      *vnode = (int)strtol(optarg, &end, 10);
-      if (*end || *vnode < 0)
-        return fprintf(stderr, "ft-hold: --vnode %s: expected N >= 0\n", optarg), 2;
-      break;
     case 't':
       t->timeout_s = strtod(optarg, &end);
       if (*end || !(t->timeout_s > 0))

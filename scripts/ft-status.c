@@ -16,6 +16,7 @@
 #include "ftrt.h"
 #include "runtime/config.h"
 #include "snapshot/ctl.h"
+#include "scripts/storeopt.h"
 #include "snapshot/store.h"
 
 typedef struct view {
@@ -233,9 +234,7 @@ static void print_table(const view_t *v, const char *host) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {{"job", required_argument, 0, 'j'},
-                                       {"store", required_argument, 0, 's'},
-                                       {"vnode", required_argument, 0, 'v'},
+  static const struct option opts[] = {FT_STOREOPT_OPTIONS,
                                        {"json", no_argument, 0, 'J'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -245,22 +244,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ft-status: %s\n", msg);
     return 2;
   }
-  int json = 0, vnode = -1, o;
+  int json = 0, vnode = -1, o, src;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    if ((src = ft__storeopt(o, optarg, "ft-status", &cfg, &vnode)) != 1) {
+      if (src)
+        return src;
+      continue;
+    }
     switch (o) {
-    case 'j':
-      if (!ft__valid_job(optarg)) {
-        fprintf(stderr, "ft-status: bad job name '%s'\n", optarg);
-        return 2;
-      }
-      snprintf(cfg.job, sizeof(cfg.job), "%s", optarg);
-      break;
-    case 's':
-      snprintf(cfg.store_root, sizeof(cfg.store_root), "%s", optarg);
-      break;
-    case 'v':
-      vnode = atoi(optarg);
-      break;
     case 'J':
       json = 1;
       break;

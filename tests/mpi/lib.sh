@@ -26,17 +26,19 @@ train_bg() {
 }
 digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$LOGDIR/$1" | tail -1; }
 log_of() { cat "$LOGDIR/$1"; }
-# held NAME : until every trainer of $FT_JOB (run NAME, started by train_bg)
-# is held at the point FT_HOLD armed: the job cannot run past it meanwhile.
-# ft-hold exits 3 until the job's SMP has made its control segment.
+# held NAME [--vnode N] : until every process of $FT_JOB (run NAME, started
+# by train_bg) that stops at the point FT_HOLD armed is held there, on this
+# node or virtual node N: the job cannot run past it meanwhile.  ft-hold
+# exits 3 until the job's SMP has made its control segment.
 held() {
-  local rc=3
+  local rc=3 name=$1
+  shift
   while [ $rc = 3 ] && kill -0 "$PID" 2>/dev/null; do
-    "$B/ft-hold" --job "$FT_JOB" --timeout 300 wait >/dev/null 2>&1
+    "$B/ft-hold" --job "$FT_JOB" "$@" --timeout 300 wait >/dev/null 2>&1
     rc=$?
     [ $rc = 3 ] && sleep 0.05 # poll interval, not a wait for an event
   done
-  [ $rc = 0 ] || { log_of "$1" | tail; fail "$1 never held at FT_HOLD's point (ft-hold exit $rc)"; }
+  [ $rc = 0 ] || { log_of "$name" | tail; fail "$name never held at FT_HOLD's point (ft-hold exit $rc)"; }
 }
 # status_field JOB JQ-LIKE-KEY: crude JSON field pick for pids from ft-status
 smp_pid() { FT_JOB=$1 "$B/ft-status" --json | sed -n 's/.*"smp":{"pid":\([0-9]*\).*/\1/p'; }

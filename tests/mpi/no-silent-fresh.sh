@@ -69,12 +69,7 @@ note "two runs never mix: $(grep -m1 -o 'the stores on [^(]*' "$LOGDIR/mixed")"
 # rather than resume from step 6 and overwrite version 4 everywhere.
 export FT_JOB=rollback
 FT_HOLD=phase=commit,step=8 train_bg full 6 $ARGS
-for v in 0 1 2; do
-  until "$B/ft-hold" --job "$FT_JOB" --vnode $v --timeout 300 wait >/dev/null 2>&1; do
-    kill -0 "$PID" 2>/dev/null || { log_of full | tail; fail "the run ended before its hold"; }
-    sleep 0.05
-  done
-done
+for v in 0 1 2; do held full --vnode $v; done
 # Kill the SMPs (mpirun then ends the job); a TERM to mpirun itself can
 # leave it hanging on a loaded machine.
 for v in 0 1 2; do
