@@ -65,7 +65,7 @@ static ft__meta_t *meta_seed(uint32_t nlocal, uint32_t nbufs, uint32_t nnodes) {
     exit(1);
   snprintf(m->job, sizeof(m->job), "fuzz-job");
   snprintf(m->host, sizeof(m->host), "node%u", nnodes - 1);
-  m->epoch = 2;
+  m->epoch = 2, m->layout = 1;
   m->nnodes = nnodes, m->node = nnodes - 1, m->ntrainers = nnodes * nlocal;
   m->k = nnodes > 1 ? nnodes - 1 : 1, m->m = nnodes > 1;
   m->group_size = m->k + m->m, m->pos = m->node;
