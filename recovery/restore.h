@@ -67,9 +67,9 @@ typedef struct ft__restore {
   char dir[FT_PATH_MAX];
   char host[FT_NAME_MAX];
   ft__meta_t *meta; /* this rank's metadata, when it has one */
-  const char *gname; /* its group table: FT_GROUP_META, or the pending one
-                      * when the version to restore was made under the
-                      * pending layout (survey.c) */
+  const char *gname; /* its group table: FT_GROUP_META or
+                      * FT_GROUP_META_PENDING, whichever matches its
+                      * metadata's layout; NULL: none (survey.c) */
   ft__slot_t slot[FT_NSLOTS];
   ft__slot_t *adopted; /* [nnodes] shrink: lost nodes' data adopted here */
   ft__rnode_t *all; /* [size] */

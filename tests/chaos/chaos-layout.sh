@@ -41,10 +41,13 @@
 #      ft-restore rebuilds h3 onto s1 from version of step 8 with its own
 #      layout (m=1), and the job resumes from step 8 with the fault-free
 #      digest.
-# ft-launch refuses --ec K+M on fewer than K+M nodes, its own restarts
-# included (the shrink of --restarts builds its mpirun line with the same
-# --ec): so the relaunch of case 1 runs with the default code of 4 nodes,
-# and case 4 replaces the lost host with a spare rather than shrinking.
+#   5. 5 hosts, --ec 3+2 --restarts 1, no spare: h2 lost at step 8;
+#      ft-launch shrinks to 4 nodes, fewer than 3+2 needs, and relaunches
+#      with 2+2 (m kept); the job resumes from step 8 with the digest of a
+#      5 -> 4 shrink at step 8.
+# A new ft-launch refuses --ec K+M on fewer than K+M nodes (a usage error):
+# so the relaunch of case 1, a new ft-launch on 4 hosts, runs with the
+# default code of 4 nodes.
 # Each case runs on a cluster of its own, in a subshell: one that fails is
 # reported and the next still runs; the script fails if any did.
 # shellcheck source=tests/chaos/lib.sh
@@ -138,7 +141,9 @@ shrunk_reference ref53 "h1 h4 h5" --ec 3+2
 REF53=$REF
 shrunk_reference ref43 "h1 h3 h4" --nodes 4
 REF43=$REF
-ok "fault-free $REF4; 5 -> 3 at step 8: $REF53; 4 -> 3 at step 8: $REF43"
+shrunk_reference ref54 "h1 h3 h4 h5" --ec 3+2
+REF54=$REF
+ok "fault-free $REF4; 5 -> 3 at step 8: $REF53; 4 -> 3 at step 8: $REF43; 5 -> 4 at step 8: $REF54"
 
 case1() {
   begin "1. 5 hosts 3+2: h2 lost at step 8, shrink to 4; the adopter of h2's data lost before the relaunch's first commit"
@@ -233,7 +238,24 @@ case4() {
   ok "--ec 3+1 -> 2+2, h3 lost before the first commit: rebuilt from step 8 under 3+1, digest matches"
 }
 
+case5() {
+  begin "5. 5 hosts --ec 3+2 --restarts 1: h2 lost at step 8; the shrink to 4 relaunches with 2+2"
+  export FT_JOB=ec-shrink
+  REF=$REF54
+  launch_held c5 "$STEPS" step=8 --job "$FT_JOB" --ec 3+2 --restarts 1
+  chaos c5 kill-node h2
+  finish
+  expect_line c5 '^ft-launch: lost host\(s\): *h2 *; no spare left: shrinking to 4 nodes$' "shrink under --ec 3+2"
+  expect_line c5 '^ft-launch: --ec 3\+2 needs 5 nodes, 4 are left: the relaunch encodes with 2\+2$' "shrink under --ec 3+2"
+  expect_rc c5 0 "h2 lost under --ec 3+2: ft-launch --restarts 1"
+  expect_resumed c5 8 8 "shrink under --ec 3+2"
+  expect_digest c5 "shrink under --ec 3+2"
+  ok "--ec 3+2 on 5 hosts, h2 lost: shrunk to 4, relaunched with 2+2, digest matches a 5 -> 4 shrink"
+}
+
 run_case 1 case1
+up clayout 5
+run_case 5 case5
 up clayout 4
 run_case 2 case2
 up clayout 4
