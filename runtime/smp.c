@@ -323,6 +323,13 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
 
 static int form_groups(smp_t *s) {
   MPI_Comm_size(s->c->smp_comm, &s->nnodes);
+  /* The one fixed limit of the layout: the host table of the metadata.
+   * Every SMP sees the same count: all refuse, before any collective. */
+  if (s->nnodes > FT_MAX_NODES)
+    return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
+                    "the job has %d nodes; ftrt supports at most %d "
+                    "(FT_MAX_NODES, snapshot/store.h)",
+                    s->nnodes, FT_MAX_NODES);
   node_id_t *all = NULL;
   const char **domains = NULL;
   int k = 1, m = 0, any = 0;
