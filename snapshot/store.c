@@ -846,8 +846,44 @@ int ft__store_clear(const char *dir, char *msg, size_t msglen) {
   return ft__store_remove_adopted(dir, msg, msglen);
 }
 
+/* Remove every entry of the adopted store sub (files only: what ftrt
+ * writes there, temporary files of a write cut short included), then sub.
+ * A link or file named like one is removed, never followed. */
+static int remove_adopted_dir(int dfd, const char *name, const char *sub,
+                              char *msg, size_t msglen) {
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+    return unlinkat(dfd, name, 0) == 0 || errno == ENOENT
+               ? FT_OK
+               : ft__msgf(ft__from_errno(errno), msg, msglen,
+                          "%s: unlink: %s", sub, strerror(errno));
+  if (fd < 0)
+    return errno == ENOENT ? FT_OK
+                           : ft__msgf(ft__from_errno(errno), msg, msglen,
+                                      "%s: open: %s", sub, strerror(errno));
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: opendir: %s",
+                    sub, strerror(errno));
+  }
+  int rc = FT_OK;
+  struct dirent *e;
+  while (rc == FT_OK && (e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT)
+      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: unlink: %s",
+                    sub, e->d_name, strerror(errno));
+  }
+  closedir(d);
+  if (rc == FT_OK && unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s", sub,
+                  strerror(errno));
+  return rc;
+}
+
 int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
-  static const char *const files[] = {"slot0", "slot1", "meta"};
   DIR *d = opendir(dir);
   if (!d)
     return errno == ENOENT ? FT_OK
@@ -855,20 +891,14 @@ int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
                                       "%s: opendir: %s", dir, strerror(errno));
   int rc = FT_OK;
   struct dirent *e;
-  char sub[FT_PATH_MAX + 300], path[FT_PATH_MAX + 320];
+  char sub[FT_PATH_MAX + 300];
   while ((e = readdir(d))) {
     if (strncmp(e->d_name, "adopt", 5) != 0)
       continue;
     snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-      snprintf(path, sizeof(path), "%s/%s", sub, files[i]);
-      if (unlink(path) != 0 && errno != ENOENT && rc == FT_OK)
-        rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
-                      path, strerror(errno));
-    }
-    if (rmdir(sub) != 0 && rc == FT_OK)
-      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s", sub,
-                    strerror(errno));
+    int drc =
+        remove_adopted_dir(dirfd(d), e->d_name, sub, rc ? NULL : msg, msglen);
+    rc = rc ? rc : drc;
   }
   closedir(d);
   return rc;

@@ -1472,6 +1472,43 @@ END_TEST
 
 /* A file planted as a symlink where the store writes one is refused and its
  * target is untouched (O_NOFOLLOW). */
+/* Adopted stores are removed whatever a crash left in them (a temporary
+ * file of a write cut short), and a link named like one is removed, never
+ * followed. */
+START_TEST(remove_adopted_all) {
+  char path[256], target[200], msg[512] = "";
+  static const char *const files[] = {"adopt1/meta", "adopt1/meta.tmp",
+                                      "adopt1/slot1", "adopt3/slot0.tmp"};
+  snprintf(path, sizeof(path), "%s/adopt1", dir);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(path, sizeof(path), "%s/adopt3", dir);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+  }
+  snprintf(target, sizeof(target), "%s/elsewhere", dir);
+  ck_assert_int_eq(mkdir(target, 0700), 0);
+  snprintf(path, sizeof(path), "%s/elsewhere/precious", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  snprintf(path, sizeof(path), "%s/adopt2", dir);
+  ck_assert_int_eq(symlink(target, path), 0);
+  ck_assert_int_eq(ft__store_remove_adopted(dir, msg, sizeof(msg)), FT_OK);
+  struct stat st;
+  static const char *const gone[] = {"adopt1", "adopt2", "adopt3"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, gone[i]);
+    ck_assert_int_ne(lstat(path, &st), 0);
+  }
+  snprintf(path, sizeof(path), "%s/elsewhere/precious", dir);
+  ck_assert_int_eq(lstat(path, &st), 0);
+}
+END_TEST
+
 START_TEST(store_no_follow) {
   char target[200], link[200], msg[512] = "";
   snprintf(target, sizeof(target), "%s/target", dir);
@@ -1710,6 +1747,7 @@ int main(void) {
   tcase_add_test(tc, store_lock);
   tcase_add_test(tc, store_root_private);
   tcase_add_test(tc, store_no_follow);
+  tcase_add_test(tc, remove_adopted_all);
   tcase_add_test(tc, ctl_refusals);
   tcase_add_test(tc, msg_may_be_null);
   tcase_add_test(tc, ctl_status_of_failing_call);
