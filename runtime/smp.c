@@ -767,11 +767,13 @@ static int same_geom(const ft__slot_t *sl, const ft__slot_geom_t *g) {
          memcmp(h->rank_bytes, g->rank_bytes, sizeof(h->rank_bytes)) == 0;
 }
 
-/* Slot v % 2 may be overwritten: the other slot holds v-1 committed. */
+/* Slot v % 2 may be overwritten: the other slot holds v-1 committed.  A
+ * slot whose header went bad while mapped is made anew (its writers never
+ * bless a damaged header with a new checksum, store.h). */
 static int prepare(smp_t *s, uint64_t v) {
   int i = (int)(v % FT_NSLOTS);
   ft__slot_t *sl = &s->slot[i];
-  if (!same_geom(sl, &s->geom)) {
+  if (!same_geom(sl, &s->geom) || !ft__slot_intact(sl)) {
     if (sl->map)
       ft__slot_close(sl);
     int rc = ft__slot_create(sl, s->c->dir, i, s->c->cfg.job, &s->geom, s->msg,
@@ -802,6 +804,9 @@ static void encode_midway(void *arg) {
 static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
   if (s->m == 0)
     return FT_OK;
+  /* The data CRCs are computed on the way out, then written to the header
+   * through the store, which keeps its checksum. */
+  uint64_t data_crc[FT_MAX_CHUNKS];
   ft__exchange_t x = {
       .comm = s->c->smp_comm,
       .members = s->groups.members[s->group],
@@ -813,12 +818,14 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
       .piece_bytes = s->c->cfg.piece_bytes,
       .data = ft__slot_chunk(sl, 0),
       .parity = ft__slot_chunk(sl, sl->hdr->k),
-      .data_crc = sl->hdr->crc,
+      .data_crc = data_crc,
       .timeout_s = s->c->cfg.timeout_s,
       .midway = encode_midway,
       .midway_arg = s,
   };
   int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
+  if (rc == FT_OK)
+    ft__slot_set_data_crcs(sl, data_crc);
   st->last_transfer = x.t_transfer;
   st->last_encode = x.t_encode;
   st->last_crc += x.t_crc;
@@ -871,7 +878,7 @@ static int protect(smp_t *s, uint64_t v) {
   for (int i = 0; i < s->c->nlocal; i++)
     if (s->ctl->rank[i].written_status != FT_OK)
       return s->ctl->rank[i].written_status;
-  sl->hdr->step = ft__load64(&s->ctl->rank[0].step);
+  ft__slot_set_step(sl, ft__load64(&s->ctl->rank[0].step));
   uint32_t hold = ft__hold_gate(s->ctl, &s->ctl->smp_gate_step, sl->hdr->step,
                                 SMP_HOLDS);
   ft__store32(&s->ctl->phase, FT_PHASE_CRC);

@@ -18,9 +18,11 @@ REF=$(digest_of ref)
 
 export FT_JOB=lost-slots
 train first 6 $ARGS || { log_of first | tail; fail "first run failed"; }
-# The slot header's state word is at offset 12 (after magic and format).
+# The slot header's state word is at offset 12 (after magic and format):
+# the state in the low 16 bits, its complement in the high 16
+# (snapshot/store.h), so EMPTY is 00 00 ff ff.
 for s in 0 1; do
-  printf '\0\0\0\0' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot$s" bs=1 seek=12 conv=notrunc status=none
+  printf '\0\0\377\377' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot$s" bs=1 seek=12 conv=notrunc status=none
 done
 before=$(stores)
 train again 6 $ARGS && { log_of again | tail; fail "a relaunch over committed state no node set holds whole exited 0"; }
@@ -64,9 +66,11 @@ note "two runs never mix: $(grep -m1 -o 'the stores on [^(]*' "$LOGDIR/mixed")"
 # A damaged copy of the newest committed version never means a silent
 # rollback to the one before.  The job is held as its SMPs enter the commit
 # of version 4 (step 8: ENCODED everywhere, version 3 COMMITTED in the other
-# slot) and killed there; node 0 is marked as having seen the commit (state
-# word 4), vnode1's copy of version 4 is damaged.  The relaunch refuses
-# rather than resume from step 6 and overwrite version 4 everywhere.
+# slot) and killed there; node 0 is marked as having seen the commit (the
+# state word of COMMITTED, 04 00 fb ff), vnode1's copy of version 4 is
+# damaged (a byte of seg_bytes flipped: its header checksum fails).  The
+# relaunch refuses rather than resume from step 6 and overwrite version 4
+# everywhere.
 export FT_JOB=rollback
 FT_HOLD=phase=commit,step=8 train_bg full 6 $ARGS
 for v in 0 1 2; do held full --vnode $v; done
@@ -77,7 +81,7 @@ for v in 0 1 2; do
   [ -n "$pid" ] && kill -9 "$pid"
 done
 wait "$PID" && fail "mpirun exited 0 after its SMPs were killed"
-printf '\x04\0\0\0' | dd of="$FT_STORE_ROOT/vnode0/$FT_JOB/slot0" bs=1 seek=12 conv=notrunc status=none
+printf '\x04\0\xfb\xff' | dd of="$FT_STORE_ROOT/vnode0/$FT_JOB/slot0" bs=1 seek=12 conv=notrunc status=none
 printf '\x5a' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot0" bs=1 seek=104 conv=notrunc status=none
 before=$(stores)
 train rolled 6 $ARGS && { log_of rolled | tail; fail "a relaunch that would roll back a committed version exited 0"; }
