@@ -393,9 +393,12 @@ static int open_store(smp_t *s) {
     return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
                     "%s/meta: out of memory to read it", c->dir);
   rc = ft__meta_read(c->dir, s->meta, s->msg, sizeof(s->msg));
-  if (rc == FT_ENOENT) {
+  if (rc != FT_OK) { /* none, or unreadable: nothing of it is offered to
+                      * the other SMPs (ft-restore rebuilds this node) */
     ft__free(s->meta);
     s->meta = NULL;
+  }
+  if (rc == FT_ENOENT) {
     s->msg[0] = '\0';
     rc = FT_OK;
   }
@@ -432,8 +435,12 @@ static uint64_t newest_committed(const smp_t *s) {
  * (best, 0 for none) is older than one a node holds COMMITTED (some node
  * lost or damaged its copy), or when a slot is damaged (it may have held
  * the newest committed version) and a newer version than best, or none at
- * all, is what the nodes hold.  FT_FRESH=1 is the explicit way to start
- * over. */
+ * all, is what the nodes hold.  The way on is ft-restore (ft-launch
+ * --restarts runs it): it rebuilds every copy a live node lost or damaged
+ * of the newest version that counts as committed, and removes damaged
+ * slots that hold nothing to keep, after which this refuses no more; or it
+ * refuses (exit 3, nothing changed).  FT_ALLOW_ROLLBACK=1 and FT_FRESH=1
+ * are the explicit ways to give versions up. */
 static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
   uint64_t committed = 0, intact = 0, newest = 0, allowed = 0;
   int rc = min_u64(s, ~newest_committed(s), &committed, "restore agreement");
@@ -481,8 +488,8 @@ static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
              (unsigned long long)best);
   return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
                   "job '%s': %s, but %s (versions per node, 0 = none: %s). "
-                  "Nothing was started, nothing changed. ft-restore cannot "
-                  "rebuild a copy that a live node lost or damaged yet; %s"
+                  "Nothing was started, nothing changed. Run ft-restore to "
+                  "rebuild the lost or damaged copies (--restarts does); %s"
                   "`--fresh` (FT_FRESH=1) starts over and discards it all",
                   s->c->cfg.job, what, held, found, older);
 }

@@ -443,6 +443,47 @@ uint64_t ft__newest_common(const uint64_t *held, int nnodes,
   return best;
 }
 
+/* Does v count as committed over the counted nodes (store.h)? */
+static int counts_committed(const ft__slot_seen_t *seen, int nnodes,
+                            const unsigned char *ignore, uint64_t v) {
+  int committed = 0, vetoed = 0;
+  for (int n = 0; n < nnodes; n++) {
+    if (ignore && ignore[n])
+      continue;
+    const ft__slot_seen_t *row = &seen[(size_t)n * FT_NSLOTS];
+    int has = 0;
+    for (int i = 0; i < FT_NSLOTS; i++)
+      if (row[i].held == v) {
+        has = 1;
+        committed |= row[i].committed;
+      }
+    vetoed |= !has && !row[v % FT_NSLOTS].unusable;
+  }
+  return committed || !vetoed;
+}
+
+/* The newest version some counted node holds below `below` (of any
+ * number when below is 0), 0 for none. */
+static uint64_t next_candidate(const ft__slot_seen_t *seen, int nnodes,
+                               const unsigned char *ignore, uint64_t below) {
+  uint64_t best = 0;
+  for (int n = 0; n < nnodes; n++)
+    for (int i = 0; i < FT_NSLOTS && !(ignore && ignore[n]); i++) {
+      uint64_t v = seen[(size_t)n * FT_NSLOTS + (size_t)i].held;
+      if ((!below || v < below) && v > best)
+        best = v;
+    }
+  return best;
+}
+
+uint64_t ft__newest_committed(const ft__slot_seen_t *seen, int nnodes,
+                              const unsigned char *ignore) {
+  uint64_t v = next_candidate(seen, nnodes, ignore, 0);
+  while (v && !counts_committed(seen, nnodes, ignore, v))
+    v = next_candidate(seen, nnodes, ignore, v);
+  return v;
+}
+
 /* ---- metadata ---- */
 
 /* The wire form: magic, format, length, then the fixed part of ft__meta_t

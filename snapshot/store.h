@@ -210,6 +210,32 @@ void ft__slots_held(const ft__slot_t sl[FT_NSLOTS], uint64_t held[FT_NSLOTS]);
 uint64_t ft__newest_common(const uint64_t *held, int nnodes,
                            const unsigned char *ignore);
 
+/* What ft-restore saw of one slot of a node, for ft__newest_committed. */
+typedef struct ft__slot_seen {
+  uint64_t held;     /* ft__slot_held: the version it holds whole, 0 none */
+  uint8_t committed; /* and its state is COMMITTED */
+  uint8_t unusable;  /* missing, or failed validation: it may have held
+                      * anything, a committed version included */
+} ft__slot_seen_t;
+
+/*
+ * ft-restore's rule (docs/design.md section 7): the newest version that
+ * counts as committed.  seen[node * FT_NSLOTS + i] is slot i of node;
+ * ignore (NULL, or one flag per node) leaves nodes out, such as spares.  A
+ * version v that some counted node holds whole counts when
+ *   - some counted node holds it COMMITTED (the commit needed every node to
+ *     have encoded it), or
+ *   - every counted node holds it whole or has its slot v % FT_NSLOTS
+ *     unusable (what that slot held is unknown; a readable slot that does
+ *     not hold v says v was never encoded there, so never committed).
+ * 0 when no version counts.  A node that counts and lacks the version
+ * returned has lost or damaged its copy: ft-restore rebuilds it, or
+ * refuses -- it never skips to an older version, which could throw a
+ * committed one away.
+ */
+uint64_t ft__newest_committed(const ft__slot_seen_t *seen, int nnodes,
+                              const unsigned char *ignore);
+
 /* ---- node metadata ---- */
 
 typedef struct ft__buf_rec {

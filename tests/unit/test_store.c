@@ -701,6 +701,119 @@ START_TEST(newest_common_many_nodes) {
 }
 END_TEST
 
+/* ---- ft-restore's rule: the newest version that counts as committed ---- */
+
+/* One slot as a short code: held version, C for COMMITTED, X unusable. */
+typedef struct seen_case {
+  const char *name;
+  int nnodes;
+  const char *slots[NC_NODES][FT_NSLOTS]; /* "5", "5C", "X", "0" */
+  unsigned char ignore[NC_NODES];
+  uint64_t want;
+} seen_case_t;
+
+static ft__slot_seen_t seen_of(const char *code) {
+  ft__slot_seen_t x = {0, 0, 0};
+  if (strcmp(code, "X") == 0)
+    x.unusable = 1;
+  else
+    x.held = strtoull(code, NULL, 10), x.committed = strchr(code, 'C') != NULL;
+  return x;
+}
+
+/* Version v lives in slot v % 2: {slot0, slot1}. */
+/* clang-format off */
+static const seen_case_t seen_cases[] = {
+  {"nothing held anywhere",        3, {{"0", "0"}, {"0", "0"}, {"0", "0"}}, {0}, 0},
+  {"v committed everywhere",       3, {{"4C", "0"}, {"4C", "0"}, {"4C", "0"}}, {0}, 4},
+  {"v+1 encoded everywhere",       3, {{"4C", "5"}, {"4C", "5"}, {"4C", "5"}}, {0}, 5},
+  {"v committed, one copy damaged",3, {{"4C", "0"}, {"4C", "0"}, {"X", "0"}}, {0}, 4},
+  {"v committed, one copy missing",3, {{"4C", "3C"}, {"4C", "0"}, {"X", "3C"}}, {0}, 4},
+  {"v committed, one holds v-2",   3, {{"4C", "3C"}, {"4C", "3C"}, {"2C", "3C"}}, {0}, 4},
+  {"v committed on one node only", 3, {{"4C", "3C"}, {"4", "3C"}, {"X", "3C"}}, {0}, 4},
+  {"v encoded, one damaged",       3, {{"4", "3C"}, {"4", "3C"}, {"X", "3C"}}, {0}, 4},
+  {"v encoded on one, two damaged",3, {{"4", "3C"}, {"X", "3C"}, {"X", "3C"}}, {0}, 4},
+  {"v encoded, one LOCAL (vetoes)",3, {{"4", "3C"}, {"4", "3C"}, {"0", "3C"}}, {0}, 3},
+  {"v encoded, one holds v-2",     3, {{"4", "3C"}, {"4", "3C"}, {"2C", "3C"}}, {0}, 3},
+  {"veto, damage elsewhere",       3, {{"4", "3C"}, {"0", "3C"}, {"X", "3C"}}, {0}, 3},
+  {"v vetoed, v-1 damaged on one", 3, {{"4", "3C"}, {"0", "3C"}, {"0", "X"}}, {0}, 3},
+  {"all v-1 copies damaged",       3, {{"X", "X"}, {"X", "X"}, {"X", "X"}}, {0}, 0},
+  {"only damaged and unheld",      2, {{"X", "0"}, {"0", "X"}}, {0}, 0},
+  {"lacking node left out",        3, {{"4", "3C"}, {"4", "3C"}, {"0", "3C"}}, {0, 0, 1}, 4},
+  {"spare holding a newer one",    3, {{"4", "3C"}, {"4", "3C"}, {"6C", "5C"}}, {0, 0, 1}, 4},
+  {"every node left out",          2, {{"4C", "3C"}, {"4C", "3C"}}, {1, 1}, 0},
+  {"v in the other slot, damaged v-slot",
+                                   2, {{"4", "5"}, {"X", "5"}}, {0}, 5},
+  {"v only in the wrong slot",     2, {{"4", "0"}, {"0", "4"}}, {0}, 4},
+  {"the largest version",          2, {{"18446744073709551614", "18446744073709551615C"},
+                                       {"18446744073709551614", "X"}}, {0}, UINT64_MAX},
+  {"one node, v damaged",          1, {{"X", "3C"}}, {0}, 3},
+  {"one node, v committed",        1, {{"4C", "3C"}}, {0}, 4},
+};
+/* clang-format on */
+
+START_TEST(newest_committed_cases) {
+  const seen_case_t *c = &seen_cases[_i];
+  ft__slot_seen_t seen[NC_NODES * FT_NSLOTS];
+  for (int n = 0; n < c->nnodes; n++)
+    for (int i = 0; i < FT_NSLOTS; i++)
+      seen[n * FT_NSLOTS + i] = seen_of(c->slots[n][i]);
+  uint64_t got = ft__newest_committed(seen, c->nnodes, c->ignore);
+  ck_assert_msg(got == c->want, "%s: %llu, expected %llu", c->name,
+                (unsigned long long)got, (unsigned long long)c->want);
+}
+END_TEST
+
+/* The plain statement of ft-restore's rule, candidate by candidate. */
+static uint64_t plain_committed(const ft__slot_seen_t *seen, int nnodes,
+                                const unsigned char *ignore) {
+  static const uint64_t cand[] = {6, 5, 4};
+  for (int c = 0; c < 3; c++) {
+    uint64_t v = cand[c];
+    int held_somewhere = 0, committed = 0, all = 1;
+    for (int n = 0; n < nnodes; n++) {
+      if (ignore[n])
+        continue;
+      const ft__slot_seen_t *row = &seen[n * FT_NSLOTS];
+      int has = row[0].held == v || row[1].held == v;
+      held_somewhere |= has;
+      committed |= (row[0].held == v && row[0].committed) ||
+                   (row[1].held == v && row[1].committed);
+      all &= has || row[v % 2].unusable;
+    }
+    if (held_somewhere && (committed || all))
+      return v;
+  }
+  return 0;
+}
+
+/* Three nodes, every slot one of {unusable, 0, 4, 4C, 5, 5C, 6, 6C}, no
+ * node or the last left out: 2 x 8^6 cases against the plain rule.  With
+ * no slot unusable and none COMMITTED it is ft__newest_common's rule. */
+START_TEST(newest_committed_exhaustive) {
+  static const char *codes[8] = {"X", "0", "4", "4C", "5", "5C", "6", "6C"};
+  ft__slot_seen_t seen[3 * FT_NSLOTS];
+  uint64_t held[3 * FT_NSLOTS];
+  for (int mask = 0; mask < 2; mask++) {
+    unsigned char ignore[3] = {0, 0, (unsigned char)mask};
+    for (int code = 0; code < 1 << 18; code++) {
+      int plain_only = 1;
+      for (int i = 0; i < 3 * FT_NSLOTS; i++) {
+        seen[i] = seen_of(codes[(code >> (3 * i)) & 7]);
+        held[i] = seen[i].held;
+        plain_only &= !seen[i].unusable && !seen[i].committed;
+      }
+      uint64_t want = plain_committed(seen, 3, ignore);
+      uint64_t got = ft__newest_committed(seen, 3, ignore);
+      ck_assert_msg(got == want, "code %o ignore %d: %llu, expected %llu", code,
+                    mask, (unsigned long long)got, (unsigned long long)want);
+      if (plain_only)
+        ck_assert_uint_eq(got, ft__newest_common(held, 3, ignore));
+    }
+  }
+}
+END_TEST
+
 /* ---- the rule over real stores: three nodes' slot files ---- */
 
 #define NODES3 3
@@ -1902,6 +2015,9 @@ int main(void) {
                       (int)(sizeof(nc_cases) / sizeof(nc_cases[0])));
   tcase_add_test(tc, newest_common_exhaustive);
   tcase_add_test(tc, newest_common_many_nodes);
+  tcase_add_loop_test(tc, newest_committed_cases, 0,
+                      (int)(sizeof(seen_cases) / sizeof(seen_cases[0])));
+  tcase_add_test(tc, newest_committed_exhaustive);
   tcase_add_test(tc, rule_over_stores);
   tcase_add_test(tc, crc_detects_flips);
   tcase_add_loop_test(tc, slot_damaged, 0,
