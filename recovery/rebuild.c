@@ -32,38 +32,54 @@ static int shrinking(const ft__restore_t *r) {
   return r->opts.mode == FT_RESTORE_SHRINK;
 }
 
-/* The rank that takes each lost node's data (-1 where none), in node order:
- * a spare (replace mode) or a survivor, round-robin (shrink mode). */
+/* The rank that takes each lost node's data (-1 where none), in node order,
+ * and how (r->adopt): whole, in its own store (a spare, which takes the
+ * node's place), or adopted by a survivor, data only, in an adopt<N>/
+ * store that the relaunch re-slices.  Shrink mode adopts every lost node,
+ * round-robin over the survivors.  Replace mode gives each a spare; on the
+ * re-slice point of an earlier shrink (r->reslice) the nodes beyond the
+ * spares are adopted as in a shrink, since the relaunch re-slices anyway. */
 static void assign_helpers(ft__restore_t *r, int *helper_of) {
   int next = 0, turn = 0;
   for (int node = 0; node < r->nnodes; node++) {
     helper_of[node] = -1;
+    r->adopt[node] = 0;
     if (r->rank_of_node[node] >= 0)
       continue;
     r->nlost++;
-    if (shrinking(r)) {
-      for (int tries = 0; tries < r->nnodes; tries++) {
-        int cand = r->rank_of_node[turn++ % r->nnodes];
-        if (cand >= 0) {
-          helper_of[node] = cand;
-          break;
-        }
-      }
-      continue;
-    }
-    while (next < r->size &&
+    while (!shrinking(r) && next < r->size &&
            (r->all[next].has_meta || r->all[next].err))
       next++;
-    if (next < r->size)
+    if (!shrinking(r) && next < r->size) {
       helper_of[node] = next++;
+      continue;
+    }
+    if (!shrinking(r) && !r->reslice)
+      continue;
+    for (int tries = 0; tries < r->nnodes; tries++) {
+      int cand = r->rank_of_node[turn++ % r->nnodes];
+      if (cand >= 0) {
+        helper_of[node] = cand;
+        r->adopt[node] = 1;
+        break;
+      }
+    }
   }
 }
 
-/* Shrink mode leaves a lost node's parity lost: the relaunched job, on
- * fewer nodes, encodes anew at its first snapshot. */
+/* Does any lost node's data go to an adopt<N>/ store? */
+static int adopting(const ft__restore_t *r) {
+  for (int node = 0; node < r->nnodes; node++)
+    if (r->adopt[node])
+      return 1;
+  return 0;
+}
+
+/* An adopted node's parity stays lost: the relaunched job, on fewer
+ * nodes, encodes anew at its first snapshot. */
 static int wanted(const ft__restore_t *r, int g, int node, int role) {
   return ft__chunk_bad(r, node, role) &&
-         !(shrinking(r) && r->rank_of_node[node] < 0 && role >= ft__group_k(r, g));
+         !(r->adopt[node] && role >= ft__group_k(r, g));
 }
 
 /* The hosts of group g that are lost (damaged = 0) or whose copy of the
@@ -140,69 +156,78 @@ static int count_corrupt(ft__restore_t *r) {
 /* Tags of the point-to-point messages of the rebuild. */
 enum { TAG_META_LEN = 1, TAG_META = 2, TAG_PIECE = 3, TAG_META_ROOM = 5 };
 
-/* The survivor's side of send_meta: the length, and the bytes once the
- * spare says it has room for them (a spare out of memory must not leave
- * the survivor blocked in a send nobody receives). */
-static int give_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
+/* The group table that describes the version: the bytes of r->gname (the
+ * survey picked it), to free with ft__free.  With a message on failure. */
+static int read_table(ft__restore_t *r, uint8_t **buf, size_t *len) {
+  char msg[256];
+  *buf = NULL;
+  if (!r->gname)
+    return ft__rsay(r, FT_ECORRUPT,
+                    "%s: no group table in %s describes its layout: the "
+                    "lost members of its group cannot be described",
+                    r->host, r->dir);
+  int rc = ft__store_read_file(r->dir, r->gname, 1u << 30, buf, len, msg,
+                               sizeof(msg));
+  return rc ? ft__rsay(r, rc, "%s", msg) : FT_OK;
+}
+
+/* The survivor's side of send_meta: the length of its group table, and
+ * the bytes once the helper says it has room for them (a helper out of
+ * memory must not leave the survivor blocked in a send nobody receives). */
+static int give_table(ft__restore_t *r, int helper) {
   uint8_t *buf = NULL;
   size_t len = 0;
-  char msg[256] = "";
-  int rc = ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
-  if (rc == FT_OK && (rc = ft__meta_encode(out, &buf, &len)))
-    ft__msgf(rc, msg, sizeof(msg), "%s: cannot encode the metadata of node %d",
-             r->host, node);
-  if (rc)
-    ft__rsay(r, rc, "%s", msg);
+  int rc = read_table(r, &buf, &len);
   int64_t l = rc == FT_OK ? (int64_t)len : rc; /* < 0: the status */
   int room = 0;
-  MPI_Send(&l, 1, MPI_INT64_T, spare, TAG_META_LEN, r->comm);
+  MPI_Send(&l, 1, MPI_INT64_T, helper, TAG_META_LEN, r->comm);
   if (l > 0)
-    MPI_Recv(&room, 1, MPI_INT, spare, TAG_META_ROOM, r->comm,
+    MPI_Recv(&room, 1, MPI_INT, helper, TAG_META_ROOM, r->comm,
              MPI_STATUS_IGNORE);
   if (room)
-    MPI_Send(buf, (int)l, MPI_BYTE, spare, TAG_META, r->comm);
+    MPI_Send(buf, (int)l, MPI_BYTE, helper, TAG_META, r->comm);
   ft__free(buf);
   return rc;
 }
 
-static int take_meta(ft__restore_t *r, int from, ft__meta_t *out) {
+static int take_table(ft__restore_t *r, int from, uint8_t **buf,
+                      size_t *len) {
   int64_t l = 0;
-  char msg[256];
   MPI_Recv(&l, 1, MPI_INT64_T, from, TAG_META_LEN, r->comm, MPI_STATUS_IGNORE);
   if (l <= 0) { /* the survivor could not read it: its status, its message */
     r->msg[0] = '\0';
     return l < 0 ? (int)l : FT_ECORRUPT;
   }
-  uint8_t *buf = ft__malloc((size_t)l);
-  int room = buf != NULL, rc;
+  *buf = ft__malloc((size_t)l);
+  int room = *buf != NULL;
   MPI_Send(&room, 1, MPI_INT, from, TAG_META_ROOM, r->comm);
   if (!room)
     return ft__rsay(r, FT_ENOMEM, "%s: no memory for %llu bytes of metadata",
                     r->host, (unsigned long long)l);
-  MPI_Recv(buf, (int)l, MPI_BYTE, from, TAG_META, r->comm, MPI_STATUS_IGNORE);
-  rc = ft__meta_decode(buf, (size_t)l, out, "group.meta", msg, sizeof(msg));
-  if (rc)
-    ft__rsay(r, rc, "%s", msg);
-  ft__free(buf);
-  return rc;
+  MPI_Recv(*buf, (int)l, MPI_BYTE, from, TAG_META, r->comm, MPI_STATUS_IGNORE);
+  *len = (size_t)l;
+  return FT_OK;
 }
 
-/* A survivor of the lost node's group hands the spare that node's tables. */
-static int send_meta(ft__restore_t *r, int node, int spare, ft__meta_t *out) {
-  int g = r->group_of[node], from = -1;
+/* A survivor of the lost node's group hands its helper the group table
+ * (*table, to free with ft__free) and, from it, the node's metadata. */
+static int send_meta(ft__restore_t *r, int node, int helper, ft__meta_t *out,
+                     uint8_t **table, size_t *tlen) {
+  int g = r->group_of[node], from = -1, rc = FT_OK;
   for (int p = 0; p < r->gsize[g] && from < 0; p++)
     from = r->rank_of_node[r->members[g][p]];
-  if (r->rank == from && from == spare) {
-    char msg[256];
-    int rc =
-        ft__group_meta_read(r->dir, r->pos_of[node], out, msg, sizeof(msg));
-    return rc ? ft__rsay(r, rc, "%s", msg) : FT_OK;
-  }
-  if (r->rank == from)
-    return give_meta(r, node, spare, out);
-  if (r->rank == spare)
-    return take_meta(r, from, out);
-  return FT_OK;
+  if (r->rank == from && from != helper)
+    return give_table(r, helper);
+  if (r->rank != helper)
+    return FT_OK;
+  rc = r->rank == from ? read_table(r, table, tlen)
+                       : take_table(r, from, table, tlen);
+  char msg[256];
+  if (rc == FT_OK &&
+      (rc = ft__group_meta_decode(*table, *tlen, r->pos_of[node], out,
+                                  "group table", msg, sizeof(msg))))
+    ft__rsay(r, rc, "%s: node %d: %s", r->host, node, msg);
+  return rc;
 }
 
 /* A stale store (survey.c) holds nothing of the current layout: remove
@@ -217,14 +242,15 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
 }
 
 /* The slot that receives a lost node's chunks, shaped as the lost node's
- * was: the spare's own slot, or in shrink mode a data-only slot in the
+ * was: the spare's own slot (and the group table, which the spare keeps
+ * as the survivors do), or for an adopted node a data-only slot in the
  * adopting survivor's adopt<N>/ directory. */
-static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
-  int g = r->group_of[node];
+static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
+                        const uint8_t *table, size_t tlen) {
+  int g = r->group_of[node], adopt = r->adopt[node];
   char dir[FT_PATH_MAX + 16];
-  ft__slot_t *sl = shrinking(r) ? &r->adopted[node]
-                                : &r->slot[r->version % FT_NSLOTS];
-  snprintf(dir, sizeof(dir), shrinking(r) ? "%s/adopt%d" : "%s", r->dir, node);
+  ft__slot_t *sl = adopt ? &r->adopted[node] : &r->slot[r->version % FT_NSLOTS];
+  snprintf(dir, sizeof(dir), adopt ? "%s/adopt%d" : "%s", r->dir, node);
   uint64_t bytes[FT_MAX_LOCAL];
   for (uint32_t i = 0; i < m->nlocal && i < FT_MAX_LOCAL; i++)
     bytes[i] = m->ranks[i].region_bytes;
@@ -232,13 +258,15 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
   int rc = ft__slot_geom_local(&geom, m->nlocal, bytes);
   if (rc == FT_OK)
     rc = ft__slot_geom_code(&geom, (uint32_t)ft__group_k(r, g),
-                            shrinking(r) ? 0u : (uint32_t)r->m,
-                            r->chunk_of_group[g]);
+                            adopt ? 0u : (uint32_t)r->m, r->chunk_of_group[g]);
   char msg[512] = "";
   if (rc == FT_OK && r->stale)
     rc = clear_stale(r, msg, sizeof(msg));
   if (rc == FT_OK)
     rc = ft__store_open_dir(r->store_root, dir, msg, sizeof(msg));
+  if (rc == FT_OK && !adopt)
+    rc = ft__store_write_file(dir, FT_GROUP_META, table, tlen, msg,
+                              sizeof(msg));
   int idx = (int)(r->version % FT_NSLOTS);
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */
@@ -248,7 +276,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node) {
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
     ft__slot_begin(sl, r->version, r->step, r->vepoch);
-    if (!shrinking(r))
+    if (!adopt)
       r->my_slot = idx;
   } else {
     ft__rsay(r, rc, "%s: cannot prepare a store for node %d: %s", r->host, node,
@@ -341,8 +369,7 @@ static int clear_damaged(ft__restore_t *r) {
 
 /* The slot an erased chunk of node is rebuilt into, on its owner. */
 static ft__slot_t *target(ft__restore_t *r, int node) {
-  return r->rank_of_node[node] < 0 && shrinking(r) ? &r->adopted[node]
-                                                    : &r->slot[r->my_slot];
+  return r->adopt[node] ? &r->adopted[node] : &r->slot[r->my_slot];
 }
 
 /* ---- one erased chunk ---- */
@@ -557,13 +584,13 @@ static void commit_slot(ft__slot_t *sl) {
 /* Rebuilt slots get their CRCs and COMMITTED; a survivor's repaired chunk
  * must match the CRC it had when written. */
 static int seal(ft__restore_t *r, int spare) {
-  for (int node = 0; shrinking(r) && node < r->nnodes; node++)
+  for (int node = 0; node < r->nnodes; node++)
     if (r->adopted[node].map)
       commit_slot(&r->adopted[node]);
   if (r->my_slot < 0)
     return FT_OK;
   ft__slot_t *sl = &r->slot[r->my_slot];
-  if ((spare && !shrinking(r)) || r->damaged[r->rank]) {
+  if (spare || r->damaged[r->rank]) {
     commit_slot(sl);
     return FT_OK;
   }
@@ -578,16 +605,31 @@ static int seal(ft__restore_t *r, int spare) {
   return FT_OK;
 }
 
-/* The new epoch's host of every node: its helper, else the rank holding it
- * (a member still at an older epoch may carry an older host list). */
-static void rename_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) {
+/* The new epoch's host of every node: the spare that took it, else the
+ * rank holding it (a member still at an older epoch may carry an older
+ * host list); an adopted node keeps the host it was lost with. */
+static void place_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) {
   m->epoch = r->epoch + 1;
   for (int node = 0; node < r->nnodes; node++) {
-    int rank = helper_of[node] >= 0 ? helper_of[node] : r->rank_of_node[node];
+    int rank = helper_of[node] >= 0 && !r->adopt[node] ? helper_of[node]
+                                                       : r->rank_of_node[node];
     snprintf(m->hosts[node], FT_NAME_MAX, "%s",
              rank >= 0 ? r->all[rank].host : r->hosts[node]);
   }
   snprintf(m->host, sizeof(m->host), "%s", r->host);
+}
+
+/* The node this rank holds in the new epoch (-1: none) and its metadata:
+ * a lost node it took whole as a spare, or its own. */
+static int my_node(ft__restore_t *r, ft__meta_t *spare_meta,
+                   const int *helper_of, ft__meta_t **m) {
+  for (int node = 0; node < r->nnodes; node++)
+    if (helper_of[node] == r->rank && !r->adopt[node]) {
+      *m = spare_meta;
+      return node;
+    }
+  *m = r->meta;
+  return r->all[r->rank].has_meta ? (int)r->meta->node : -1;
 }
 
 static int wait_blocking(void *arg, MPI_Request *req) {
@@ -601,30 +643,45 @@ static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
   MPI_Comm_split(r->comm, group >= 0 ? group : MPI_UNDEFINED, pos, &gc);
   if (gc == MPI_COMM_NULL)
     return FT_OK;
-  int rc = ft__group_meta_share(gc, m, r->dir, wait_blocking, NULL, r->msg,
-                                sizeof(r->msg));
+  int rc = ft__group_meta_share(gc, m, r->dir, FT_GROUP_META, wait_blocking,
+                                NULL, r->msg, sizeof(r->msg));
   MPI_Comm_free(&gc);
   return rc;
 }
 
-/* Shrink: the survivors become nodes 0..S-1 of a smaller layout, in their
- * old order, and their restore point is marked for re-slicing.  Two phases
- * (every survivor writes meta.next, then every survivor renames it), so
- * that a restore killed in between is finished or undone by the next run's
- * survey (resolve_pending in survey.c) instead of leaving mixed layouts. */
-static int shrunk_meta(ft__restore_t *r) {
-  ft__meta_t *m = r->meta;
+/* After the new metadata is written: a pending layout (store.h) is either
+ * what it was written from or one that never committed, and with
+ * adopted, the adopted stores of an earlier shrink are not needed. */
+static int tidy(ft__restore_t *r, int adopted) {
+  int rc = ft__meta_drop_pending(r->dir, r->msg, sizeof(r->msg));
+  if (rc == FT_OK && adopted)
+    rc = ft__store_remove_adopted(r->dir, r->msg, sizeof(r->msg));
+  return rc;
+}
+
+/* A re-slice point (a shrink, or a replace on the re-slice point of an
+ * earlier shrink with fewer spares than lost nodes): the nodes held whole
+ * (survivors, and spares that took a lost node's place) will be nodes
+ * 0..S-1 of a smaller job, in node order; the others' data is adopted.
+ * The metadata keeps describing the layout the restore point was made in
+ * (its nodes, groups and group tables), so that a loss before the smaller
+ * job commits is recovered in the same terms; only next_node and
+ * next_nnodes say where each member goes.  Two phases (every member writes
+ * meta.next, then every member renames it), so that a restore killed in
+ * between is finished or undone by the next run's survey (resolve_pending
+ * in survey.c) instead of leaving mixed layouts. */
+static int reslice_meta(ft__restore_t *r, ft__meta_t *m, int mine,
+                        const int *helper_of) {
   int next = 0;
   for (int node = 0; node < r->nnodes; node++) {
-    if (r->rank_of_node[node] < 0)
+    if (r->rank_of_node[node] < 0 && (helper_of[node] < 0 || r->adopt[node]))
       continue;
-    if (r->rank_of_node[node] == r->rank)
-      m->node = (uint32_t)next;
-    snprintf(m->hosts[next++], FT_NAME_MAX, "%s",
-             r->all[r->rank_of_node[node]].host);
+    if (node == mine)
+      m->next_node = (uint32_t)next;
+    next++;
   }
-  m->nnodes = (uint32_t)next;
-  m->epoch = r->epoch + 1;
+  m->next_nnodes = (uint32_t)next;
+  place_hosts(r, m, helper_of);
   m->flags |= FT_META_RESLICE;
   uint8_t *buf;
   size_t len;
@@ -637,36 +694,50 @@ static int shrunk_meta(ft__restore_t *r) {
   return rc;
 }
 
-static int write_shrunk(ft__restore_t *r) {
-  int member = r->all[r->rank].has_meta;
-  int rc = ft__ragree(r, member ? shrunk_meta(r) : FT_OK);
-  if (rc == FT_OK && member)
+static int write_reslice(ft__restore_t *r, ft__meta_t *spare_meta,
+                         const int *helper_of) {
+  ft__meta_t *m;
+  int node = my_node(r, spare_meta, helper_of, &m);
+  int rc = ft__ragree(r, node >= 0 ? reslice_meta(r, m, node, helper_of)
+                                   : FT_OK);
+  if (rc == FT_OK && node >= 0)
     rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
-  return rc;
+  /* The group tables stay those of the version's layout: when that was
+   * the pending one, its table becomes the current one (readers take the
+   * table matching their metadata, so the order of the renames is free). */
+  if (rc == FT_OK && node >= 0 && r->gname &&
+      strcmp(r->gname, FT_GROUP_META_PENDING) == 0)
+    rc = ft__store_rename(r->dir, FT_GROUP_META_PENDING, FT_GROUP_META,
+                          r->msg, sizeof(r->msg));
+  return rc == FT_OK && node >= 0 ? tidy(r, 0) : rc;
 }
 
-/* New epoch everywhere: spares first, then survivors, then group tables. */
+/* New epoch everywhere: spares first, then survivors, then group tables.
+ * Every node of the layout is held whole again: a re-slice point left by
+ * an earlier shrink is not needed any more (its adopted stores go). */
 static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
                        const int *helper_of) {
-  ft__meta_t *m = r->meta;
-  int node = -1;
-  for (int i = 0; i < r->nnodes; i++)
-    if (helper_of[i] == r->rank)
-      node = i, m = spare_meta;
-  int member = node >= 0 || r->all[r->rank].has_meta;
+  ft__meta_t *m;
+  int node = my_node(r, spare_meta, helper_of, &m);
+  int spare = m == spare_meta, member = node >= 0;
   char msg[512] = "";
   int rc = FT_OK;
-  if (member)
-    rename_hosts(r, m, helper_of);
-  if (node >= 0)
+  if (member) {
+    place_hosts(r, m, helper_of);
+    m->flags &= ~FT_META_RESLICE;
+    m->next_node = m->next_nnodes = 0;
+  }
+  if (spare)
     rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
   MPI_Barrier(r->comm);
-  if (node < 0 && member)
+  if (!spare && member)
     rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
   int grc = share_group(r, m, member ? (int)m->group : -1,
                         member ? (int)m->pos : 0);
   if (rc)
     ft__rsay(r, rc, "%s", msg);
+  if (rc == FT_OK && grc == FT_OK && member)
+    rc = tidy(r, 1);
   return rc ? rc : grc;
 }
 
@@ -718,8 +789,8 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
       printf("ft-restore: lost node %d (%s, group %d position %d) -> %s%s\n",
              node, r->hosts[node], r->group_of[node], r->pos_of[node],
              helper_of[node] >= 0 ? r->all[helper_of[node]].host : "(no spare)",
-             shrinking(r) ? " (adopted: data only, re-sliced at relaunch)"
-                          : "");
+             r->adopt[node] ? " (adopted: data only, re-sliced at relaunch)"
+                            : "");
   for (int i = 0; i < r->size; i++)
     if (!r->all[i].has_meta && r->all[i].epoch)
       printf("ft-restore: %s holds a stale store (layout epoch %llu, the "
@@ -745,10 +816,13 @@ int ft__rebuild(ft__restore_t *r) {
   int *helper_of = ft__calloc((size_t)r->nnodes, sizeof(int));
   ft__meta_t *spare_meta = ft__calloc(1, sizeof(*spare_meta));
   r->adopted = ft__calloc((size_t)r->nnodes, sizeof(ft__slot_t));
+  r->adopt = ft__calloc((size_t)r->nnodes, 1);
   for (int node = 0; r->adopted && node < r->nnodes; node++)
     r->adopted[node].fd = -1;
+  uint8_t *table = NULL;
+  size_t tlen = 0;
   int rc = FT_OK;
-  if (!helper_of || !spare_meta || !r->adopted)
+  if (!helper_of || !spare_meta || !r->adopted || !r->adopt)
     rc = ft__rsay(r, FT_ENOMEM, "%s: out of memory planning the rebuild",
                   r->host);
   if ((rc = ft__ragree(r, rc)))
@@ -771,14 +845,24 @@ int ft__rebuild(ft__restore_t *r) {
       (!r->nlost && !r->ncorrupt && !r->resync && !r->ndamaged && !r->ncleared))
     goto out;
   double t0 = MPI_Wtime();
+  /* Adopted stores are copies decoded from the version's stripes: an
+   * earlier shrink's (or one left by a shrink redone as a replace) would
+   * otherwise meet this one's under the same names. */
+  if (adopting(r))
+    rc = ft__ragree(r, r->all[r->rank].has_meta
+                           ? ft__store_remove_adopted(r->dir, r->msg,
+                                                      sizeof(r->msg))
+                           : FT_OK);
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++) {
     if (helper_of[node] < 0)
       continue;
-    int lrc = send_meta(r, node, helper_of[node], spare_meta);
+    int lrc = send_meta(r, node, helper_of[node], spare_meta, &table, &tlen);
     if (lrc == FT_OK && r->rank == helper_of[node])
-      lrc = shape_helper(r, spare_meta, node);
-    if (lrc == FT_OK && r->rank == helper_of[node] && shrinking(r))
+      lrc = shape_helper(r, spare_meta, node, table, tlen);
+    if (lrc == FT_OK && r->rank == helper_of[node] && r->adopt[node])
       lrc = write_adopted_meta(r, node, spare_meta);
+    ft__free(table);
+    table = NULL;
     rc = ft__ragree(r, lrc);
   }
   if (rc == FT_OK && r->ndamaged) /* everywhere before any copy is made */
@@ -789,13 +873,13 @@ int ft__rebuild(ft__restore_t *r) {
     rc = ft__ragree(r, rebuild_all(r, helper_of));
   int is_spare = 0;
   for (int node = 0; node < r->nnodes; node++)
-    is_spare |= helper_of[node] == r->rank;
+    is_spare |= helper_of[node] == r->rank && !r->adopt[node];
   if (rc == FT_OK)
     rc = ft__ragree(r, seal(r, is_spare));
   if (rc == FT_OK)
     rc = ft__ragree(r, clear_damaged(r));
   if (rc == FT_OK)
-    rc = ft__ragree(r, shrinking(r) ? write_shrunk(r)
+    rc = ft__ragree(r, adopting(r) ? write_reslice(r, spare_meta, helper_of)
                                    : write_epoch(r, spare_meta, helper_of));
   r->seconds = MPI_Wtime() - t0;
 out:

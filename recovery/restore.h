@@ -31,6 +31,10 @@
 typedef struct ft__rnode {
   int32_t has_meta, node, nnodes, k, m, group, pos, gsize;
   uint64_t epoch, run; /* layout epoch and run id of the metadata */
+  uint64_t layout;     /* its slots stamped [layout, epoch] are described */
+  uint64_t pend_epoch; /* epoch of a pending layout (store.h), 0: none */
+  uint32_t flags, next_nnodes; /* of the metadata: FT_META_RESLICE, and the
+                                * node count of its re-sliced job */
   uint64_t version[FT_NSLOTS], step[FT_NSLOTS], chunk[FT_NSLOTS];
   uint64_t vepoch[FT_NSLOTS]; /* epoch in the slot header: where it was made */
   uint32_t state[FT_NSLOTS];
@@ -71,6 +75,9 @@ typedef struct ft__restore {
   char dir[FT_PATH_MAX];
   char host[FT_NAME_MAX];
   ft__meta_t *meta; /* this rank's metadata, when it has one */
+  const char *gname; /* its group table: FT_GROUP_META or
+                      * FT_GROUP_META_PENDING, whichever matches its
+                      * metadata's layout; NULL: none (survey.c) */
   ft__slot_t slot[FT_NSLOTS];
   ft__slot_t *adopted; /* [nnodes] shrink: lost nodes' data adopted here */
   ft__rnode_t *all; /* [size] */
@@ -92,6 +99,11 @@ typedef struct ft__restore {
                * newest one and not part of it: cleared before reuse */
   int resync; /* a member still at an older epoch (a restore cut short
                * while it wrote the new one): write the epoch again */
+  int reslice; /* the stores hold the re-slice point of an earlier shrink
+                * (FT_META_RESLICE): lost nodes may be adopted */
+  unsigned char *adopt; /* [nnodes] a lost node's data is adopted by a
+                         * survivor (data only, re-sliced at relaunch)
+                         * rather than rebuilt whole on a spare */
   /* Members that count and lack a whole copy of the version (their slot
    * failed validation, is missing, or holds another version): erasures of
    * every stripe of their group, rebuilt in place (survey.c mark_damaged,

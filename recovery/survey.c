@@ -16,18 +16,45 @@
 #include "base/alloc.h"
 #include "base/error.h"
 
-/* The nodes of this node's group, from group.meta (a position without an
- * entry stays -1: the table may be missing).  FT_ENOMEM only. */
+/* Is m, read from a group table, this node's own entry in the layout of
+ * mine?  A table of another layout (a promotion or a rebuild cut short
+ * between its renames: store.h) must not name the group's nodes. */
+static int own_entry(const ft__meta_t *mine, const ft__meta_t *m) {
+  return m->node == mine->node && m->layout == mine->layout &&
+         m->run == mine->run && m->group == mine->group &&
+         m->pos == mine->pos && m->nnodes == mine->nnodes;
+}
+
+/* The group table of this node's layout (r->gname): FT_GROUP_META or the
+ * pending one, whichever holds this node's own entry for it; NULL for
+ * none.  FT_ENOMEM only. */
+static int pick_table(ft__restore_t *r, ft__meta_t *tmp) {
+  static const char *const names[] = {FT_GROUP_META, FT_GROUP_META_PENDING};
+  r->gname = NULL;
+  for (int i = 0; i < 2 && !r->gname; i++) {
+    int rc = ft__group_meta_read(r->dir, names[i], (int)r->meta->pos, tmp,
+                                 NULL, 0);
+    if (rc == FT_ENOMEM)
+      return rc;
+    if (rc == FT_OK && own_entry(r->meta, tmp))
+      r->gname = names[i];
+  }
+  return FT_OK;
+}
+
+/* The nodes of this node's group, from its group table (a position without
+ * an entry stays -1: the table may be missing).  FT_ENOMEM only. */
 static int read_members(ft__restore_t *r, ft__rnode_t *me) {
   ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
   char msg[256];
-  int rc = tmp ? FT_OK : FT_ENOMEM;
+  int rc = tmp ? pick_table(r, tmp) : FT_ENOMEM;
   for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
     me->members[p] = -1;
   me->members[me->pos] = (int16_t)me->node;
-  for (int p = 0; !rc && p < me->gsize && p < FT_RESTORE_MAX_GROUP; p++) {
-    int grc = ft__group_meta_read(r->dir, p, tmp, msg, sizeof(msg));
-    if (grc == FT_OK)
+  for (int p = 0; !rc && r->gname && p < me->gsize && p < FT_RESTORE_MAX_GROUP;
+       p++) {
+    int grc = ft__group_meta_read(r->dir, r->gname, p, tmp, msg, sizeof(msg));
+    if (grc == FT_OK && tmp->layout == r->meta->layout)
       me->members[p] = (int16_t)tmp->node;
     else if (grc == FT_ENOMEM)
       rc = grc;
@@ -36,10 +63,20 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
   return rc;
 }
 
+/* The epoch of dir's pending layout, 0 for none (or one that cannot be
+ * read: it describes nothing). */
+static uint64_t pending_epoch(const ft__restore_t *r, ft__meta_t *tmp) {
+  return ft__meta_read_as(r->dir, FT_META_PENDING, tmp, NULL, 0) == FT_OK
+             ? tmp->epoch
+             : 0;
+}
+
 /* This node's slots: what each holds, or why it could not be read (a
  * damaged or missing copy is rebuilt in place, mark_damaged). */
 static void read_slots(ft__restore_t *r, ft__rnode_t *me) {
   for (int i = 0; i < FT_NSLOTS; i++) {
+    if (r->slot[i].map)
+      ft__slot_close(&r->slot[i]); /* read again with the pending layout */
     r->slot[i].fd = -1;
     me->slot_rc[i] = ft__slot_open(&r->slot[i], r->dir, i, r->job,
                                    me->slot_msg[i], sizeof(me->slot_msg[i]));
@@ -54,12 +91,18 @@ static void read_slots(ft__restore_t *r, ft__rnode_t *me) {
   }
 }
 
-static void read_local(ft__restore_t *r, ft__rnode_t *me) {
+/* This rank's store: its metadata (the pending layout's when pending) and
+ * slots. */
+static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
   memset(me, 0, sizeof(*me));
   snprintf(me->host, sizeof(me->host), "%s", r->host);
-  r->meta = ft__calloc(1, sizeof(*r->meta));
-  int rc = r->meta ? ft__meta_read(r->dir, r->meta, me->err_msg,
-                                   sizeof(me->err_msg))
+  r->gname = NULL;
+  if (!r->meta)
+    r->meta = ft__calloc(1, sizeof(*r->meta));
+  int rc = r->meta ? ft__meta_read_as(r->dir,
+                                      pending ? FT_META_PENDING : FT_META,
+                                      r->meta, me->err_msg,
+                                      sizeof(me->err_msg))
                    : FT_ENOMEM;
   if (rc == FT_OK) {
     me->has_meta = 1;
@@ -71,8 +114,17 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
     me->pos = (int32_t)r->meta->pos;
     me->gsize = (int32_t)r->meta->group_size;
     me->epoch = r->meta->epoch;
+    me->layout = r->meta->layout;
+    me->flags = r->meta->flags;
+    me->next_nnodes = r->meta->next_nnodes;
     me->run = r->meta->run;
     rc = read_members(r, me);
+  }
+  if (rc == FT_OK && me->has_meta) {
+    ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
+    rc = tmp ? FT_OK : FT_ENOMEM;
+    me->pend_epoch = tmp ? pending_epoch(r, tmp) : 0;
+    ft__free(tmp);
   }
   if (rc == FT_ENOMEM)
     snprintf(me->err_msg, sizeof(me->err_msg),
@@ -84,9 +136,14 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me) {
   read_slots(r, me);
 }
 
-/* Every stored metadata must describe the same job layout. */
-/* The version slot i of n holds whole, 0 for none (store.h). */
+/* The version slot i of n holds whole, 0 for none (store.h): only a copy
+ * made under the layout n's metadata describes counts (its epoch stamp in
+ * [layout, epoch]); any other was encoded under groups that this
+ * metadata does not describe, and decoding it with them would give wrong
+ * bytes. */
 static uint64_t held_in(const ft__rnode_t *n, int i) {
+  if (n->vepoch[i] < n->layout || n->vepoch[i] > n->epoch)
+    return 0;
   return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
 }
 
@@ -98,10 +155,22 @@ static int holds(const ft__rnode_t *n, uint64_t v) {
   return -1;
 }
 
+/* The version slot i of n holds whole made under n's pending layout, 0
+ * for none; without one, under its current layout (a node that promoted
+ * its pending layout already: store.h). */
+static uint64_t held_pending(const ft__rnode_t *n, int i) {
+  if (!n->pend_epoch)
+    return held_in(n, i);
+  if (n->vepoch[i] != n->pend_epoch)
+    return 0;
+  return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
+}
+
 /* The restore rule (store.h) over the ranks with a store (spares left
- * out), and when epoch != 0 only those of that layout epoch. */
-static int common_version(const ft__restore_t *r, uint64_t epoch,
-                          uint64_t *v) {
+ * out), and when epoch != 0 only those of that layout epoch; with pending,
+ * over the copies made under each one's pending layout. */
+static int common_in(const ft__restore_t *r, uint64_t epoch, int pending,
+                     uint64_t *v) {
   uint64_t *held = ft__calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
   unsigned char *ignore = ft__calloc((size_t)r->size, 1);
   if (!held || !ignore) {
@@ -111,12 +180,34 @@ static int common_version(const ft__restore_t *r, uint64_t epoch,
   for (int i = 0; i < r->size; i++) {
     const ft__rnode_t *n = &r->all[i];
     for (int s = 0; s < FT_NSLOTS; s++)
-      held[(size_t)i * FT_NSLOTS + s] = held_in(n, s);
+      held[(size_t)i * FT_NSLOTS + s] =
+          pending ? held_pending(n, s) : held_in(n, s);
     ignore[i] = !n->has_meta || (epoch && n->epoch != epoch);
   }
   *v = ft__newest_common(held, r->size, ignore);
   ft__free(held), ft__free(ignore);
   return FT_OK;
+}
+
+static int common_version(const ft__restore_t *r, uint64_t epoch,
+                          uint64_t *v) {
+  return common_in(r, epoch, 0, v);
+}
+
+/* A launch that changed the layout wrote it as pending and stamped its
+ * versions with the pending epoch (store.h).  When every node with a
+ * store holds a newer version made under its pending layout than any made
+ * under its current one, that version is the one to restore, and the
+ * pending layout is what describes it: *use is 1, and every such rank
+ * surveys again with it.  Otherwise the pending layout never committed a
+ * version and is ignored (the rebuild drops it). */
+static int pending_newer(const ft__restore_t *r, int *use) {
+  uint64_t cur = 0, pend = 0;
+  int rc = common_in(r, 0, 0, &cur);
+  if (rc == FT_OK)
+    rc = common_in(r, 0, 1, &pend);
+  *use = rc == FT_OK && pend > cur;
+  return rc;
 }
 
 /* Is node i's store of an older layout epoch than newest, yet a member of
@@ -186,7 +277,9 @@ static int demote_stale(ft__restore_t *r) {
     return FT_ENOMEM;
   for (int i = 0; i < r->size; i++) {
     ft__rnode_t *n = &r->all[i];
-    if (!n->has_meta || n->epoch == newest)
+    /* A pending layout of the newest epoch: a node killed between the
+     * commit of the new layout's first version and its promotion. */
+    if (!n->has_meta || n->epoch == newest || n->pend_epoch == newest)
       continue;
     if (rightful(r, i, newest, v)) {
       r->resync = 1;
@@ -217,6 +310,7 @@ static int check_layout(ft__restore_t *r) {
                  f->host, n->host, f->nnodes, f->m, n->nnodes, n->m);
     if (n->epoch > r->epoch)
       r->epoch = n->epoch;
+    r->reslice |= (n->flags & FT_META_RESLICE) != 0;
   }
   if (first < 0)
     return ft__rsay(r, FT_ENOENT, "no node holds a store of job '%s' under %s",
@@ -463,22 +557,33 @@ static int resolve_pending(ft__restore_t *r, int rc) {
   return rc;
 }
 
+/* Read the local store (with the pending layout when pending), share the
+ * summaries, and set the stale ones aside. */
+static int gather(ft__restore_t *r, int pending) {
+  ft__rnode_t me;
+  read_local(r, &me, pending);
+  if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, r->all, sizeof(me), MPI_BYTE,
+                    r->comm) != MPI_SUCCESS)
+    return FT_EMPI;
+  r->stale = r->resync = 0;
+  int rc = check_runs(r);
+  return rc == FT_OK ? demote_stale(r) : rc;
+}
+
 /* Every step that can fail on one rank alone (memory) is agreed on before
  * the next collective; the others fail alike everywhere, since every rank
  * derives them from the same allgathered summaries. */
 int ft__survey(ft__restore_t *r) {
-  ft__rnode_t me;
   r->all = ft__calloc((size_t)r->size, sizeof(ft__rnode_t));
   int prc = ft__ragree(r, resolve_pending(r, r->all ? FT_OK : FT_ENOMEM));
   if (prc)
     return prc;
-  read_local(r, &me);
-  if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, r->all, sizeof(me), MPI_BYTE,
-                    r->comm) != MPI_SUCCESS)
-    return FT_EMPI;
-  int rc = check_runs(r);
+  int use = 0, rc = ft__ragree(r, gather(r, 0));
   if (rc == FT_OK)
-    rc = demote_stale(r);
+    rc = ft__ragree(r, pending_newer(r, &use));
+  if (rc == FT_OK && use)
+    rc = ft__ragree(
+        r, gather(r, r->all[r->rank].has_meta && r->all[r->rank].pend_epoch));
   if (rc == FT_OK)
     rc = check_layout(r);
   if (rc == FT_OK)

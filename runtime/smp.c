@@ -40,6 +40,12 @@ typedef struct ft__smp {
   ft__slot_t slot[FT_NSLOTS];
   ft__slot_geom_t geom;
   ft__meta_t *meta; /* metadata found at start (NULL: none) */
+  ft__meta_t *pend; /* FT_META_PENDING found at start (NULL: none): a
+                     * layout whose first version may not have committed */
+  uint64_t epoch;   /* layout epoch this launch stamps its versions with */
+  uint64_t layout;  /* epoch at which its grouping was made (store.h) */
+  int pending;      /* its layout is in the pending files until the first
+                     * commit (store.h) */
   int nnodes, node; /* node = index in the sorted node order */
   int *order;       /* [nnodes] smp_comm rank of each sorted node */
   char (*hosts)[FT_NAME_MAX]; /* [nnodes] host of each sorted node */
@@ -105,6 +111,7 @@ typedef struct node_id {
   int stored_node; /* node index in this job's metadata, -1 without */
   int stored_nnodes;
   uint64_t stored_epoch; /* layout epoch of that metadata, 0 without */
+  uint64_t pend_epoch;   /* of its pending layout, 0 without (store.h) */
   uint64_t stored_run;   /* its run id, 0 without */
   uint64_t new_run;      /* a fresh run id, should this launch start one */
   int fresh;             /* FT_FRESH=1 here */
@@ -118,6 +125,14 @@ static int cmp_node(const void *a, const void *b) {
   if (!d)
     d = strcmp(x->host, y->host);
   return d ? d : x->rank - y->rank;
+}
+
+/* This node's index and the node count a relaunch must have: the stored
+ * layout's, or after a shrink the re-sliced job's (store.h). */
+static void relaunch_place(const ft__meta_t *m, int *node, int *nnodes) {
+  int reslice = m && (m->flags & FT_META_RESLICE);
+  *node = !m ? -1 : reslice ? (int)m->next_node : (int)m->node;
+  *nnodes = !m ? 0 : reslice ? (int)m->next_nnodes : (int)m->nnodes;
 }
 
 /* A relaunch keeps the node order of the stored layout (ft-restore may have
@@ -148,7 +163,10 @@ static int check_epochs(smp_t *s, const node_id_t *all) {
   char stale[256] = "";
   uint64_t old = 0;
   for (int i = 0; i < s->nnodes; i++) {
-    if (all[i].stored_node < 0 || all[i].stored_epoch == newest)
+    /* A pending layout of the newest epoch: killed between the commit of
+     * its first version and its promotion (settle_pending promotes it). */
+    if (all[i].stored_node < 0 || all[i].stored_epoch == newest ||
+        all[i].pend_epoch == newest)
       continue;
     add_host(stale, sizeof(stale), all[i].host);
     old = all[i].stored_epoch;
@@ -278,9 +296,9 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
   snprintf(mine.host, sizeof(mine.host), "%s", c->host);
   ft__config_domain_of(&c->cfg, c->host, mine.domain);
   MPI_Comm_rank(c->smp_comm, &mine.rank);
-  mine.stored_node = s->meta ? (int)s->meta->node : -1;
-  mine.stored_nnodes = s->meta ? (int)s->meta->nnodes : 0;
+  relaunch_place(s->meta, &mine.stored_node, &mine.stored_nnodes);
   mine.stored_epoch = s->meta ? s->meta->epoch : 0;
+  mine.pend_epoch = s->pend ? s->pend->epoch : 0;
   mine.stored_run = s->meta ? s->meta->run : 0;
   mine.new_run = new_run_id();
   mine.fresh = c->cfg.fresh;
@@ -305,6 +323,13 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
 
 static int form_groups(smp_t *s) {
   MPI_Comm_size(s->c->smp_comm, &s->nnodes);
+  /* The one fixed limit of the layout: the host table of the metadata.
+   * Every SMP sees the same count: all refuse, before any collective. */
+  if (s->nnodes > FT_MAX_NODES)
+    return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
+                    "the job has %d nodes; ftrt supports at most %d "
+                    "(FT_MAX_NODES, snapshot/store.h)",
+                    s->nnodes, FT_MAX_NODES);
   node_id_t *all = NULL;
   const char **domains = NULL;
   int k = 1, m = 0, any = 0;
@@ -351,6 +376,26 @@ static int start_over(smp_t *s) {
     FT_LOGW(&s->c->log, "FT_FRESH=1: starting over; version %llu of job '%s' "
             "is discarded", (unsigned long long)dropped, s->c->cfg.job);
   return ft__store_clear(s->c->dir, s->msg, sizeof(s->msg));
+}
+
+/* The pending layout of a launch that may have died before its first
+ * commit.  One that cannot be read describes nothing: dropped later. */
+static int read_pending(smp_t *s) {
+  char msg[512];
+  s->pend = ft__calloc(1, sizeof(*s->pend));
+  if (!s->pend)
+    return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
+                    "%s/%s: out of memory to read it", s->c->dir,
+                    FT_META_PENDING);
+  int rc = ft__meta_read_as(s->c->dir, FT_META_PENDING, s->pend, msg,
+                            sizeof(msg));
+  if (rc != FT_OK) {
+    if (rc != FT_ENOENT)
+      FT_LOGW(&s->c->log, "%s; a layout that never committed: dropped", msg);
+    ft__free(s->pend);
+    s->pend = NULL;
+  }
+  return FT_OK;
 }
 
 static int open_store(smp_t *s) {
@@ -402,7 +447,7 @@ static int open_store(smp_t *s) {
     s->msg[0] = '\0';
     rc = FT_OK;
   }
-  return rc;
+  return rc == FT_OK && s->meta ? read_pending(s) : rc;
 }
 
 /* A relaunch must match the job that wrote the store. */
@@ -410,12 +455,14 @@ static int check_relaunch(smp_t *s) {
   const ft__meta_t *m = s->meta;
   if (!m)
     return FT_OK;
-  if (m->nlocal != (uint32_t)s->c->nlocal || m->nnodes != (uint32_t)s->nnodes)
+  int node, nnodes;
+  relaunch_place(m, &node, &nnodes);
+  if (m->nlocal != (uint32_t)s->c->nlocal || nnodes != s->nnodes)
     return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
-                    "%s/meta: the store was written by a job of %u node(s) x "
+                    "%s/meta: the store was written by a job of %d node(s) x "
                     "%u trainer(s); this launch has %d x %d (use the same "
                     "--nodes/--ppn, or run ft-restore --mode shrink first)",
-                    s->c->dir, m->nnodes, m->nlocal, s->nnodes, s->c->nlocal);
+                    s->c->dir, nnodes, m->nlocal, s->nnodes, s->c->nlocal);
   return FT_OK;
 }
 
@@ -494,15 +541,56 @@ static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
                   s->c->cfg.job, what, held, found, older);
 }
 
+/* Is the copy in slot i described by this node's metadata (current or
+ * pending): was it encoded under a layout the store still describes? */
+static int described(const smp_t *s, int i) {
+  uint64_t e = s->slot[i].hdr->epoch;
+  return (s->meta && ft__meta_describes(s->meta, e)) ||
+         (s->pend && ft__meta_describes(s->pend, e));
+}
+
+/* The version to restore is agreed: if the pending layout describes it,
+ * every node encoded it under that layout, so it becomes the current one
+ * (the re-slice point it replaces and its adopted stores go); otherwise
+ * the pending layout never committed anything and is dropped. */
+static int settle_pending(smp_t *s, int slot) {
+  char msg[512];
+  if (!s->pend)
+    return FT_OK;
+  if (slot < 0 || ft__meta_describes(s->meta, s->slot[slot].hdr->epoch) ||
+      !ft__meta_describes(s->pend, s->slot[slot].hdr->epoch)) {
+    if (ft__meta_drop_pending(s->c->dir, msg, sizeof(msg)) != FT_OK)
+      FT_LOGW(&s->c->log, "%s (a pending layout is never used)", msg);
+    return FT_OK;
+  }
+  int rc = ft__meta_promote(s->c->dir, s->msg, sizeof(s->msg));
+  if (rc)
+    return rc;
+  ft__meta_t *old = s->meta;
+  s->meta = s->pend;
+  s->pend = old;
+  if (ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
+    FT_LOGW(&s->c->log, "%s (never read again)", msg);
+  return FT_OK;
+}
+
 static int agree_restore(smp_t *s) {
   uint64_t mine[FT_NSLOTS]; /* by slot: the version it holds whole, or 0 */
   ft__slots_held(s->slot, mine);
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (mine[i] && !described(s, i))
+      mine[i] = 0; /* made under a layout no metadata here describes */
   uint64_t *all = s->scratch;
   int rc = allgather(s, mine, all, sizeof(mine), "restore agreement");
   uint64_t best = rc == FT_OK ? ft__newest_common(all, s->nnodes, NULL) : 0;
   if (rc == FT_OK)
     rc = refuse_discard(s, all, best);
   s->committed = best;
+  int at = -1;
+  for (int i = 0; best && i < FT_NSLOTS; i++)
+    at = mine[i] == best ? i : at;
+  if (rc == FT_OK)
+    rc = settle_pending(s, at);
   for (int i = 0; rc == FT_OK && best && i < FT_NSLOTS; i++) {
     if (mine[i] != best)
       continue;
@@ -611,6 +699,7 @@ void ft__smp_free(ft_ctx_t *c) {
     MPI_Comm_free(&s->gcomm);
   ft__groups_free(&s->groups);
   ft__free(s->meta);
+  ft__free(s->pend);
   ft__free(s->order);
   ft__free(s->hosts);
   ft__free(s->scratch);
@@ -702,7 +791,8 @@ static void fill_meta(smp_t *s, ft__meta_t *m) {
   memset(m, 0, sizeof(*m));
   snprintf(m->job, sizeof(m->job), "%s", s->c->cfg.job);
   snprintf(m->host, sizeof(m->host), "%s", s->c->host);
-  m->epoch = s->meta ? s->meta->epoch : 1;
+  m->epoch = s->epoch;
+  m->layout = s->layout;
   m->run = s->run;
   m->node = (uint32_t)s->node;
   m->nnodes = (uint32_t)s->nnodes;
@@ -729,31 +819,68 @@ static int wait_group(void *arg, MPI_Request *req) {
   return wait_req(arg, req, "group metadata");
 }
 
-/* Write this node's metadata and share the group's (collective). */
+/* Write this node's metadata and share the group's (collective): as the
+ * current layout, or as the pending one (store.h). */
 static int write_meta(smp_t *s, int rc) {
   ft__meta_t *m = ft__calloc(1, sizeof(*m));
+  const char *name = s->pending ? FT_META_PENDING : FT_META;
   if (rc == FT_OK && !m)
     rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
-                  "%s/meta: out of memory to write it", s->c->dir);
+                  "%s/%s: out of memory to write it", s->c->dir, name);
   if (rc == FT_OK) {
     fill_meta(s, m);
-    rc = ft__meta_write(s->c->dir, m, s->msg, sizeof(s->msg));
+    rc = ft__meta_write_as(s->c->dir, name, m, s->msg, sizeof(s->msg));
   }
-  int grc = ft__group_meta_share(s->gcomm, rc == FT_OK ? m : NULL, s->c->dir,
-                                 wait_group, s, s->msg, sizeof(s->msg));
+  int grc = ft__group_meta_share(
+      s->gcomm, rc == FT_OK ? m : NULL, s->c->dir,
+      s->pending ? FT_GROUP_META_PENDING : FT_GROUP_META, wait_group, s,
+      s->msg, sizeof(s->msg));
   ft__free(m);
   return rc ? rc : grc;
+}
+
+/* Is this launch's grouping the stored one (same nodes, code, groups and
+ * positions; check_tables compares the rank tables)? */
+static int same_layout(const smp_t *s) {
+  const ft__meta_t *m = s->meta;
+  return m && !(m->flags & FT_META_RESLICE) &&
+         m->nnodes == (uint32_t)s->nnodes && m->node == (uint32_t)s->node &&
+         m->k == (uint32_t)s->k && m->m == (uint32_t)s->m &&
+         m->group == (uint32_t)s->group && m->pos == (uint32_t)s->pos &&
+         m->group_size == (uint32_t)s->gsize &&
+         m->nlocal == (uint32_t)s->c->nlocal;
+}
+
+/* The epoch this launch's layout is written at (collective).  The stored
+ * layout kept: its epochs.  A new one: the next epoch, and while a
+ * committed version of the old one is the restore point, written as the
+ * pending layout, so that a loss before this launch's first commit is
+ * still recovered with the layout that version was made in. */
+static int choose_epoch(smp_t *s) {
+  uint64_t same = 0;
+  int rc = min_u64(s, same_layout(s), &same, "layout");
+  if (rc)
+    return rc;
+  s->pending = 0;
+  if (!s->meta) {
+    s->epoch = s->layout = 1;
+  } else if (same) {
+    s->epoch = s->meta->epoch;
+    s->layout = s->meta->layout;
+  } else {
+    s->epoch = s->layout = s->meta->epoch + 1;
+    s->pending = s->ctl->restore_version != 0;
+  }
+  return FT_OK;
 }
 
 static int do_layout(smp_t *s) {
   ft__store32(&s->ctl->phase, FT_PHASE_LAYOUT);
   int rc = size_slots(s); /* collective: runs whatever the local checks say */
+  int erc = choose_epoch(s);
   if (rc == FT_OK)
-    rc = check_tables(s);
-  /* A re-slicing restore point keeps the old ranks' tables until the first
-   * version of the new layout is committed (end_reslice). */
-  if (!s->ctl->restore_reslice)
-    rc = write_meta(s, rc);
+    rc = erc ? erc : check_tables(s);
+  rc = write_meta(s, rc);
   ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding),
                     s->ctl->smp_cpus, sizeof(s->ctl->smp_cpus));
   s->ctl->layout_status = rc;
@@ -788,7 +915,7 @@ static int prepare(smp_t *s, uint64_t v) {
     if (rc)
       return rc;
   }
-  ft__slot_begin(sl, v, 0, s->meta ? s->meta->epoch : 1);
+  ft__slot_begin(sl, v, 0, s->epoch);
   s->prepared = v;
   s->ctl->prepared_slot = i;
   ft__store64(&s->ctl->prepared_version, v);
@@ -862,16 +989,19 @@ static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
   tot->cpu_s += cpu;
 }
 
-/* The first version committed in the new layout replaces the re-sliced
- * restore point: drop the mark and the adopted stores of lost nodes. */
-static int end_reslice(smp_t *s) {
+/* The first version committed in a new layout: the pending layout becomes
+ * the current one, replacing the old layout and the re-slice point made in
+ * it, whose adopted stores of lost nodes go. */
+static int end_pending(smp_t *s) {
+  int rc = ft__meta_promote(s->c->dir, s->msg, sizeof(s->msg));
+  if (rc)
+    return rc;
+  s->pending = 0;
   s->ctl->restore_reslice = 0;
-  int rc = write_meta(s, FT_OK);
   char msg[512];
-  if (rc == FT_OK &&
-      ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
-    FT_LOGW(&s->c->log, "%s (the re-slice mark is dropped: never read)", msg);
-  return rc;
+  if (ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
+    FT_LOGW(&s->c->log, "%s (the re-slice point is gone: never read)", msg);
+  return FT_OK;
 }
 
 /* The hold points an SMP passes in protect() (hold.h). */
@@ -926,7 +1056,7 @@ static int protect(smp_t *s, uint64_t v) {
   ft__store64(&s->ctl->committed_version, v);
   ft__store32(&s->ctl->phase, FT_PHASE_IDLE);
   ft__ctl_notify(s->ctl);
-  if (s->ctl->restore_reslice && (rc = end_reslice(s)))
+  if (s->pending && (rc = end_pending(s)))
     return rc;
   return prepare(s, v + 1);
 }

@@ -29,8 +29,9 @@ static int all_ok(MPI_Comm gc, int ok, ft__wait_fn wait, void *arg) {
   return all ? FT_OK : ok ? FT_EPEER : FT_ENOMEM;
 }
 
-static int write_table(const char *dir, const uint8_t *all, const int *lens,
-                       const int *displs, int n, char *msg, size_t msglen) {
+static int write_table(const char *dir, const char *name, const uint8_t *all,
+                       const int *lens, const int *displs, int n, char *msg,
+                       size_t msglen) {
   const uint8_t *parts[FT_MAX_CHUNKS];
   size_t plens[FT_MAX_CHUNKS];
   for (int i = 0; i < n; i++) {
@@ -39,12 +40,12 @@ static int write_table(const char *dir, const uint8_t *all, const int *lens,
     parts[i] = all + displs[i];
     plens[i] = (size_t)lens[i];
   }
-  return ft__group_meta_write(dir, parts, plens, n, msg, msglen);
+  return ft__group_meta_write(dir, name, parts, plens, n, msg, msglen);
 }
 
 int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
-                         ft__wait_fn wait, void *arg, char *msg,
-                         size_t msglen) {
+                         const char *name, ft__wait_fn wait, void *arg,
+                         char *msg, size_t msglen) {
   uint8_t *mine = NULL, *all = NULL;
   size_t len = 0;
   int n, lens[FT_MAX_CHUNKS], displs[FT_MAX_CHUNKS];
@@ -63,9 +64,9 @@ int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
     arc = all_ok(gc, all != NULL, wait, arg);
     if (arc == FT_ENOMEM || arc == FT_EPEER)
       ft__msgf(arc, msg, msglen,
-               "%s/group.meta: %s of the group is out of memory for the "
+               "%s/%s: %s of the group is out of memory for the "
                "%zu-byte table",
-               dir, arc == FT_ENOMEM ? "this member" : "another member", total);
+               dir, name, arc == FT_ENOMEM ? "this member" : "another member", total);
   }
   MPI_Request req;
   if (arc == FT_OK)
@@ -74,7 +75,7 @@ int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
               ? wait(arg, &req)
               : FT_EMPI;
   if (rc == FT_OK && arc == FT_OK)
-    rc = write_table(dir, all, lens, displs, n, msg, msglen);
+    rc = write_table(dir, name, all, lens, displs, n, msg, msglen);
   ft__free(mine), ft__free(all);
   return rc ? rc : arc;
 }

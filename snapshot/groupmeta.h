@@ -16,12 +16,14 @@
 typedef int (*ft__wait_fn)(void *arg, MPI_Request *req);
 
 /* Collective over gc (members in position order): allgather every member's
- * encoded metadata and write dir/group.meta.  m may be NULL for a member
+ * encoded metadata and write dir/name (FT_GROUP_META, or
+ * FT_GROUP_META_PENDING for a layout not yet committed: store.h).  m may
+ * be NULL for a member
  * with nothing to share: then nobody writes (the table would be
  * incomplete).  Returns the first error, with one line in msg when it was
  * writing the file that failed.  msg may be NULL. */
 int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
-                         ft__wait_fn wait, void *arg, char *msg,
-                         size_t msglen);
+                         const char *name, ft__wait_fn wait, void *arg,
+                         char *msg, size_t msglen);
 
 #endif

@@ -159,7 +159,7 @@ static int check_identity(const ft__slot_hdr_t *h, const char *path, char *msg,
   if (memcmp(h->magic, SLOT_MAGIC, 8) != 0)
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: bad magic, not an ftrt slot",
                     path);
-  /* Formats before 3 wrote no checksum: there, hdr_crc's bytes are 0. */
+  /* Formats before 4 wrote no checksum: there, hdr_crc's bytes are 0. */
   if (h->format != FT_SLOT_FORMAT && h->hdr_crc == 0)
     return ft__msgf(FT_EMISMATCH, msg, msglen,
                     "%s: store format %u (an older ftrt's, without a header "
@@ -500,6 +500,8 @@ typedef struct meta_fixed {
   uint32_t node, nnodes, ntrainers, k, m, group, pos, group_size, nlocal;
   uint32_t pad;
   uint64_t run;
+  uint64_t layout;
+  uint32_t next_node, next_nnodes;
 } meta_fixed_t;
 
 typedef struct rank_fixed {
@@ -536,6 +538,8 @@ int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
   memcpy(f.host, m->host, sizeof(f.host));
   f.epoch = m->epoch;
   f.run = m->run;
+  f.layout = m->layout;
+  f.next_node = m->next_node, f.next_nnodes = m->next_nnodes;
   f.node = m->node, f.nnodes = m->nnodes, f.ntrainers = m->ntrainers;
   f.k = m->k, f.m = m->m, f.group = m->group, f.pos = m->pos;
   f.group_size = m->group_size, f.nlocal = m->nlocal;
@@ -585,13 +589,18 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
       (uint64_t)f.k + f.m >= FT_MAX_CHUNKS || f.nnodes < 1 ||
       f.nnodes > FT_MAX_NODES || f.node >= f.nnodes || f.group >= f.nnodes ||
       f.group_size < 1 || f.group_size >= FT_MAX_CHUNKS ||
-      f.pos >= f.group_size ||
+      f.pos >= f.group_size || f.layout < 1 || f.layout > f.epoch ||
+      ((f.reserved & FT_META_RESLICE) &&
+       (f.next_nnodes < 1 || f.next_nnodes > f.nnodes ||
+        f.next_node >= f.next_nnodes)) ||
       (len - sizeof(f) - 8) / FT_NAME_MAX < f.nnodes)
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: fields out of range", path);
   memcpy(m->job, f.job, sizeof(m->job));
   memcpy(m->host, f.host, sizeof(m->host));
   m->epoch = f.epoch;
   m->run = f.run;
+  m->layout = f.layout;
+  m->next_node = f.next_node, m->next_nnodes = f.next_nnodes;
   m->node = f.node, m->nnodes = f.nnodes, m->ntrainers = f.ntrainers;
   m->k = f.k, m->m = f.m, m->group = f.group, m->pos = f.pos;
   m->group_size = f.group_size, m->nlocal = f.nlocal;
@@ -712,16 +721,58 @@ int ft__store_rename(const char *dir, const char *from, const char *to,
   return FT_OK;
 }
 
-int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
-                   size_t msglen) {
+int ft__meta_describes(const ft__meta_t *m, uint64_t vepoch) {
+  return vepoch >= m->layout && vepoch <= m->epoch;
+}
+
+int ft__meta_write_as(const char *dir, const char *name, const ft__meta_t *m,
+                      char *msg, size_t msglen) {
   uint8_t *buf;
   size_t len;
   int rc = ft__meta_encode(m, &buf, &len);
   if (rc)
-    return ft__msgf(rc, msg, msglen, "%s/meta: cannot encode metadata", dir);
-  rc = ft__store_write_file(dir, "meta", buf, len, msg, msglen);
+    return ft__msgf(rc, msg, msglen, "%s/%s: cannot encode metadata", dir,
+                    name);
+  rc = ft__store_write_file(dir, name, buf, len, msg, msglen);
   ft__free(buf);
   return rc;
+}
+
+int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
+                   size_t msglen) {
+  return ft__meta_write_as(dir, FT_META, m, msg, msglen);
+}
+
+static int unlink_in(const char *dir, const char *name, char *msg,
+                     size_t msglen) {
+  char path[FT_PATH_MAX + 32];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  if (unlink(path) != 0 && errno != ENOENT)
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
+                    path, strerror(errno));
+  return FT_OK;
+}
+
+static int exists_in(const char *dir, const char *name) {
+  char path[FT_PATH_MAX + 32];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  return lstat(path, &st) == 0;
+}
+
+int ft__meta_promote(const char *dir, char *msg, size_t msglen) {
+  int rc = exists_in(dir, FT_GROUP_META_PENDING)
+               ? ft__store_rename(dir, FT_GROUP_META_PENDING, FT_GROUP_META,
+                                  msg, msglen)
+               : FT_OK;
+  if (rc == FT_OK && exists_in(dir, FT_META_PENDING))
+    rc = ft__store_rename(dir, FT_META_PENDING, FT_META, msg, msglen);
+  return rc;
+}
+
+int ft__meta_drop_pending(const char *dir, char *msg, size_t msglen) {
+  int rc = unlink_in(dir, FT_META_PENDING, msg, msglen);
+  return rc ? rc : unlink_in(dir, FT_GROUP_META_PENDING, msg, msglen);
 }
 
 int ft__store_read_file(const char *dir, const char *name, size_t max,
@@ -753,30 +804,36 @@ int ft__store_read_file(const char *dir, const char *name, size_t max,
   return rc;
 }
 
-int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
+int ft__meta_read_as(const char *dir, const char *name, ft__meta_t *m,
+                     char *msg, size_t msglen) {
   uint8_t *buf;
   size_t len;
-  int rc = ft__store_read_file(dir, "meta", 64u << 20, &buf, &len, msg, msglen);
+  int rc = ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg, msglen);
   if (rc)
     return rc;
-  char path[FT_PATH_MAX + 16];
-  snprintf(path, sizeof(path), "%s/meta", dir);
+  char path[FT_PATH_MAX + 32];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
   rc = ft__meta_decode(buf, len, m, path, msg, msglen);
   ft__free(buf);
   return rc;
 }
 
+int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
+  return ft__meta_read_as(dir, FT_META, m, msg, msglen);
+}
+
 /* group.meta: u32 count, then per member u64 length and its encoded meta,
  * then a CRC64 of everything before. */
-int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
-                         const size_t *lens, int n, char *msg, size_t msglen) {
+int ft__group_meta_write(const char *dir, const char *name,
+                         const uint8_t *const *parts, const size_t *lens,
+                         int n, char *msg, size_t msglen) {
   size_t total = 4 + 8;
   for (int i = 0; i < n; i++)
     total += 8 + lens[i];
   uint8_t *buf = ft__malloc(total), *p = buf;
   if (!buf)
     return ft__msgf(FT_ENOMEM, msg, msglen,
-                    "%s/group.meta: out of memory for %zu bytes", dir, total);
+                    "%s/%s: out of memory for %zu bytes", dir, name, total);
   uint32_t cnt = (uint32_t)n;
   put(&p, &cnt, 4);
   for (int i = 0; i < n; i++) {
@@ -786,29 +843,20 @@ int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
   }
   uint64_t crc = ft__crc64(0, buf, (size_t)(p - buf));
   put(&p, &crc, 8);
-  int rc = ft__store_write_file(dir, "group.meta", buf, total, msg, msglen);
+  int rc = ft__store_write_file(dir, name, buf, total, msg, msglen);
   ft__free(buf);
   return rc;
 }
 
-int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
-                        size_t msglen) {
-  uint8_t *buf;
-  size_t len;
-  char path[FT_PATH_MAX + 16];
-  snprintf(path, sizeof(path), "%s/group.meta", dir);
-  int rc = ft__store_read_file(dir, "group.meta", 1u << 30, &buf, &len, msg,
-                               msglen);
-  if (rc)
-    return rc;
+int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
+                          ft__meta_t *m, const char *path, char *msg,
+                          size_t msglen) {
   uint32_t cnt = 0;
   uint64_t crc = 0;
-  if (len < 12 || (memcpy(&crc, buf + len - 8, 8),
-                   ft__crc64(0, buf, len - 8) != crc)) {
-    ft__free(buf);
+  if (len < 12 ||
+      (memcpy(&crc, buf + len - 8, 8), ft__crc64(0, buf, len - 8) != crc))
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: truncated or CRC mismatch",
                     path);
-  }
   memcpy(&cnt, buf, 4);
   const uint8_t *p = buf + 4, *end = buf + len - 8, *member = NULL;
   uint64_t l = 0;
@@ -823,9 +871,22 @@ int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
     }
     p += l;
   }
-  rc = member
-           ? ft__meta_decode(member, (size_t)l, m, path, msg, msglen)
-           : ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path, pos);
+  return member
+             ? ft__meta_decode(member, (size_t)l, m, path, msg, msglen)
+             : ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path,
+                        pos);
+}
+
+int ft__group_meta_read(const char *dir, const char *name, int pos,
+                        ft__meta_t *m, char *msg, size_t msglen) {
+  uint8_t *buf;
+  size_t len;
+  char path[FT_PATH_MAX + 32];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  int rc = ft__store_read_file(dir, name, 1u << 30, &buf, &len, msg, msglen);
+  if (rc)
+    return rc;
+  rc = ft__group_meta_decode(buf, len, pos, m, path, msg, msglen);
   ft__free(buf);
   return rc;
 }
@@ -899,8 +960,10 @@ int ft__slot_blank(const char *dir, int idx) {
 }
 
 int ft__store_clear(const char *dir, char *msg, size_t msglen) {
-  static const char *const files[] = {"meta", "meta.next", "group.meta",
-                                      "slot0", "slot1"};
+  static const char *const files[] = {FT_META,         "meta.next",
+                                      FT_GROUP_META,   FT_META_PENDING,
+                                      FT_GROUP_META_PENDING, "slot0",
+                                      "slot1"};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     char path[FT_PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/%s", dir, files[i]);

@@ -26,10 +26,12 @@
 
 #define FT_JOB_MAX 64   /* job name with its NUL */
 #define FT_PATH_MAX 512 /* store root and directories */
-#define FT_STORE_FORMAT 2 /* 2: meta records the run id */
-/* The slot header's own format, apart from the metadata's: 3 added the
- * header checksum and the self-checking state word. */
-#define FT_SLOT_FORMAT 3
+#define FT_STORE_FORMAT 3 /* 2: meta records the run id; 3: the layout
+                           * epoch and the re-slice target */
+/* The slot header's own format, apart from the metadata's: 4 added the
+ * header checksum and the self-checking state word (slots of formats 2 and
+ * 3 were stamped with FT_STORE_FORMAT and have neither). */
+#define FT_SLOT_FORMAT 4
 #define FT_MAX_LOCAL 64   /* trainers per node */
 #define FT_MAX_CHUNKS 256 /* k + m of a group, with room */
 #define FT_MAX_BUFS 256   /* registered buffers per rank */
@@ -269,10 +271,37 @@ typedef struct ft__meta {
   uint32_t flags;            /* FT_META_* */
   uint64_t run; /* run id: random at a fresh start, kept by every relaunch
                  * and ft-restore; stores of two runs never mix */
+  /* The epoch at which this grouping (node indexes, k, m, groups, rank
+   * tables) was made.  A version whose slots are stamped with an epoch in
+   * [layout, epoch] was encoded under it; no other version is described
+   * by this metadata (ft__meta_describes). */
+  uint64_t layout;
+  /* With FT_META_RESLICE: this survivor's node index and the node count of
+   * the smaller job that re-slices the restore point (the rest of the
+   * metadata still describes the layout the restore point was made in). */
+  uint32_t next_node, next_nnodes;
   char host[FT_NAME_MAX];
   ft__rank_rec_t ranks[FT_MAX_LOCAL];
   char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */
 } ft__meta_t;
+
+/* Was a version whose slot header says epoch vepoch encoded under the
+ * layout m describes: layout <= vepoch <= epoch? */
+int ft__meta_describes(const ft__meta_t *m, uint64_t vepoch);
+
+/*
+ * Metadata files of a store directory.  FT_META and FT_GROUP_META describe
+ * the layout of the committed versions.  A launch that changes the layout
+ * (another --ec, other failure domains, a re-sliced job after a shrink)
+ * writes the new one to FT_META_PENDING and FT_GROUP_META_PENDING, stamps
+ * its versions with the new epoch, and renames them over the current ones
+ * once a version made under them has committed on every node: until then a
+ * loss is recovered with the layout the committed version was made in.
+ */
+#define FT_META "meta"
+#define FT_GROUP_META "group.meta"
+#define FT_META_PENDING "meta.pending"
+#define FT_GROUP_META_PENDING "group.meta.pending"
 
 /* Serialise to a buffer (*out, *len) to free with ft__free (base/alloc.h). */
 int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len);
@@ -286,6 +315,20 @@ int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
                    size_t msglen);
 /* FT_ENOENT when there is none.  msg may be NULL. */
 int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen);
+/* The same for dir/name (FT_META or FT_META_PENDING). */
+int ft__meta_write_as(const char *dir, const char *name, const ft__meta_t *m,
+                      char *msg, size_t msglen);
+int ft__meta_read_as(const char *dir, const char *name, ft__meta_t *m,
+                     char *msg, size_t msglen);
+/* The pending layout becomes the current one: FT_GROUP_META_PENDING, then
+ * FT_META_PENDING renamed over the current files, each where it is there
+ * (a crash in between leaves FT_META_PENDING, which the next start-up or
+ * ft-restore promotes again or drops; readers take the group table whose
+ * members match their metadata's layout).  msg may be NULL. */
+int ft__meta_promote(const char *dir, char *msg, size_t msglen);
+/* Remove FT_META_PENDING and FT_GROUP_META_PENDING (a layout that never
+ * committed a version).  msg may be NULL. */
+int ft__meta_drop_pending(const char *dir, char *msg, size_t msglen);
 
 /* Atomic replacement of dir/name by len bytes: temp file, fsync, rename,
  * fsync of the directory (redis rdbSave).  msg may be NULL. */
@@ -302,14 +345,20 @@ int ft__store_rename(const char *dir, const char *from, const char *to,
 int ft__store_read_file(const char *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen);
 
-/* group.meta: the metadata of every member of this node's group (each as
- * ft__meta_encode wrote it), so that the survivors can describe a lost
- * member to its replacement.  msg may be NULL. */
-int ft__group_meta_write(const char *dir, const uint8_t *const *parts,
-                         const size_t *lens, int n, char *msg, size_t msglen);
-/* Read member pos (0-based) of dir/group.meta into m.  msg may be NULL. */
-int ft__group_meta_read(const char *dir, int pos, ft__meta_t *m, char *msg,
-                        size_t msglen);
+/* dir/name (FT_GROUP_META or FT_GROUP_META_PENDING): the metadata of every
+ * member of this node's group (each as ft__meta_encode wrote it), so that
+ * the survivors can describe a lost member to its replacement.  msg may be
+ * NULL. */
+int ft__group_meta_write(const char *dir, const char *name,
+                         const uint8_t *const *parts, const size_t *lens,
+                         int n, char *msg, size_t msglen);
+/* Read member pos (0-based) of dir/name into m.  msg may be NULL. */
+int ft__group_meta_read(const char *dir, const char *name, int pos,
+                        ft__meta_t *m, char *msg, size_t msglen);
+/* The same from the len bytes of such a file (path names them). */
+int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
+                          ft__meta_t *m, const char *path, char *msg,
+                          size_t msglen);
 
 /* write(2) until all n bytes are out (EINTR retried); 0 or -1 (errno). */
 int ft__write_all(int fd, const uint8_t *p, size_t n);

@@ -18,6 +18,8 @@ grep -q -- '--restarts R' <<<"$("$L" --help)" || fail "--help"
 expect_rc 2 'no PROGRAM' --nodes 2
 expect_rc 2 'expected a number' --restarts x -- true
 expect_rc 2 'needs at least 4 nodes' --nodes 2 --ec 3+1 -- true
+FT_EC_K=3 FT_EC_M=1 expect_rc 2 'FT_EC_K=3 FT_EC_M=1 needs at least 4 nodes' --nodes 2 -- true
+FT_EC_K=0 FT_EC_M=1 expect_rc 2 'expected K >= 1' --nodes 2 -- true
 expect_rc 2 'expected K+M' --ec 3 -- true
 expect_rc 2 'job name' --job 'a/b' -- true
 expect_rc 2 'timeout' --timeout 0 -- true

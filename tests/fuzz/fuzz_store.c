@@ -204,6 +204,9 @@ static void fuzz_meta(uint8_t *buf, size_t len, int patch) {
   REQUIRE(memchr(m->host, '\0', sizeof(m->host)) != NULL);
   REQUIRE(m->k >= 1 && (uint64_t)m->k + m->m < FT_MAX_CHUNKS);
   REQUIRE(m->nnodes >= 1 && m->node < m->nnodes);
+  REQUIRE(m->layout >= 1 && m->layout <= m->epoch);
+  if (m->flags & FT_META_RESLICE)
+    REQUIRE(m->next_node < m->next_nnodes && m->next_nnodes <= m->nnodes);
   REQUIRE(m->nlocal <= FT_MAX_LOCAL);
 #ifdef FT_MAX_NODES
   REQUIRE(m->nnodes <= FT_MAX_NODES);

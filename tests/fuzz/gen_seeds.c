@@ -72,7 +72,7 @@ static ft__meta_t *meta_seed(uint32_t nlocal, uint32_t nbufs, uint32_t nnodes) {
     exit(1);
   snprintf(m->job, sizeof(m->job), "fuzz-job");
   snprintf(m->host, sizeof(m->host), "node%u", nnodes - 1);
-  m->epoch = 2;
+  m->epoch = 2, m->layout = 1;
   m->nnodes = nnodes, m->node = nnodes - 1, m->ntrainers = nnodes * nlocal;
   m->k = nnodes > 1 ? nnodes - 1 : 1, m->m = nnodes > 1;
   m->group_size = m->k + m->m, m->pos = m->node;
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
   meta_seeds("3nodes-2ranks", 2, 3, 3);
   meta_seeds("2nodes-4ranks-nobufs", 4, 0, 2);
   /* shorter than a slot header, and than a metadata header */
-  static const uint8_t slot_magic[] = "FTRTSLOT\3\0\0\0";
+  static const uint8_t slot_magic[] = "FTRTSLOT\4\0\0\0";
   static const uint8_t meta_magic[] = "FTRTMETA\1\0\0\0";
   emit("slot-magic-only", 0x00, slot_magic, sizeof(slot_magic) - 1);
   emit("meta-magic-only", 0x02, meta_magic, sizeof(meta_magic) - 1);

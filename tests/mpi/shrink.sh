@@ -66,4 +66,40 @@ grep -q "an interrupted shrink was undone" "$LOGDIR/h6" && grep -q "restored ver
 train h7 6 --steps 12 --snapshot-every 2 --state-mb 1 || { log_of h7 | tail; fail "relaunch after redo"; }
 grep -q '^resumed from step 8$' "$LOGDIR/h7" || fail "no resume after the redone shrink"
 note "a shrink half written is undone and redone by the next ft-restore"
+# A second loss after a shrink, before the smaller job commits anything:
+# the re-slice point still describes the layout its version was made in,
+# so it is recovered in those terms (the lost nodes of both faults are
+# erasures of the same stripes) or refused when that is beyond m.
+lose() {  # lose N NNODES: vnode N goes, the later ones move down by one
+  local v
+  rm -rf "${FT_STORE_ROOT:?}/vnode$1"
+  for ((v = $1 + 1; v < $2; v++)); do mv "$FT_STORE_ROOT/vnode$v" "$FT_STORE_ROOT/vnode$((v - 1))"; done
+}
+export FT_JOB=second FT_EC_K=3 FT_EC_M=2
+timeout -k 10 120 mpirun -np 10 "$B/tests/mpi/reslice-check" write 7 >"$LOGDIR/s1" 2>&1 || { cat "$LOGDIR/s1"; fail "write on 5 nodes"; }
+lose 1 5
+restore 4 --mode shrink >"$LOGDIR/s2" 2>&1 || { cat "$LOGDIR/s2"; fail "first shrink"; }
+lose 2 4   # the node that was vnode3 when the version was made
+restore 3 --mode shrink >"$LOGDIR/s3" 2>&1 || { cat "$LOGDIR/s3"; fail "second shrink (2 losses, m=2)"; }
+grep -q "lost node 1 (" "$LOGDIR/s3" && grep -q "lost node 3 (" "$LOGDIR/s3" ||
+  { cat "$LOGDIR/s3"; fail "the second restore did not name nodes 1 and 3 of the version's layout as lost"; }
+FT_EC_K=2 FT_EC_M=1 timeout -k 10 120 mpirun -np 6 "$B/tests/mpi/reslice-check" read 7 >"$LOGDIR/s4" 2>&1 || { cat "$LOGDIR/s4"; fail "re-sliced restore after two losses"; }
+grep -q "3 ranks, status FT_OK, 0 wrong bytes, step 7" "$LOGDIR/s4" || { cat "$LOGDIR/s4"; fail "re-sliced bytes after two losses"; }
+note "3+2, two losses around a shrink: every byte re-sliced onto 3 ranks"
+# The same with m=1: beyond m, refused (exit 3), nothing reported restored,
+# the survivors' stores untouched.
+export FT_JOB=second1 FT_EC_K=3 FT_EC_M=1
+timeout -k 10 120 mpirun -np 8 "$B/tests/mpi/reslice-check" write 7 >"$LOGDIR/t1" 2>&1 || { cat "$LOGDIR/t1"; fail "write on 4 nodes"; }
+lose 1 4
+restore 3 --mode shrink >"$LOGDIR/t2" 2>&1 || { cat "$LOGDIR/t2"; fail "first shrink (m=1)"; }
+lose 2 3
+before=$(cd "$FT_STORE_ROOT" && find vnode0/$FT_JOB vnode1/$FT_JOB -type f | sort | xargs md5sum)
+rc=0; restore 2 --mode shrink >"$LOGDIR/t3" 2>&1 || rc=$?
+[ $rc = 3 ] || { cat "$LOGDIR/t3"; fail "second loss beyond m=1: ft-restore exit $rc, want 3"; }
+grep -q "restored" "$LOGDIR/t3" && { cat "$LOGDIR/t3"; fail "ft-restore reported a restore it did not do"; }
+grep -q "FT_ETOOMANY" "$LOGDIR/t3" || { cat "$LOGDIR/t3"; fail "no FT_ETOOMANY message"; }
+after=$(cd "$FT_STORE_ROOT" && find vnode0/$FT_JOB vnode1/$FT_JOB -type f | sort | xargs md5sum)
+[ "$before" = "$after" ] || fail "a refused restore changed the survivors' stores"
+note "3+1, two losses around a shrink: refused with exit 3, survivors untouched"
+unset FT_EC_K FT_EC_M
 echo "PASS: shrink"

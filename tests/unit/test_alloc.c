@@ -220,7 +220,7 @@ static ft__meta_t *sample_meta(uint32_t node) {
   ck_assert_ptr_nonnull(m);
   snprintf(m->job, sizeof(m->job), JOB);
   snprintf(m->host, sizeof(m->host), "node%02u", node);
-  m->epoch = 4;
+  m->epoch = 4, m->layout = 2;
   m->node = node, m->nnodes = 6, m->ntrainers = 12;
   m->k = 2, m->m = 1, m->group = node / 3, m->pos = node % 3;
   m->group_size = 3;
@@ -252,7 +252,7 @@ static int try_meta_read(void *arg) {
   char msg[512] = "";
   int rc = t->pos < 0
                ? ft__meta_read(dir, t->got, msg, sizeof(msg))
-               : ft__group_meta_read(dir, t->pos, t->got, msg, sizeof(msg));
+               : ft__group_meta_read(dir, FT_GROUP_META, t->pos, t->got, msg, sizeof(msg));
   if (rc == FT_ENOMEM) {
     ck_msg_has(msg, "out of memory");
     ck_msg_has(msg, dir);
@@ -372,7 +372,7 @@ START_TEST(oom_group_meta_read) {
     ck_assert_int_eq(ft__meta_encode(m[i], &parts[i], &lens[i]), FT_OK);
   }
   char msg[512] = "";
-  ck_assert_int_eq(ft__group_meta_write(dir, (const uint8_t *const *)parts,
+  ck_assert_int_eq(ft__group_meta_write(dir, FT_GROUP_META, (const uint8_t *const *)parts,
                                         lens, 3, msg, sizeof(msg)),
                    FT_OK);
   meta_try_t t = {m[1], calloc(1, sizeof(ft__meta_t)), 1};

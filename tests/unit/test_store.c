@@ -1006,9 +1006,9 @@ static void d_magic(ft__slot_hdr_t *h, const char *p) {
 static void d_format(ft__slot_hdr_t *h, const char *p) {
   (void)p, h->format = 99;
 }
-/* a slot of format 2, before the header had a checksum */
+/* a slot of format 3 (or 2), before the header had a checksum */
 static void d_format_old(ft__slot_hdr_t *h, const char *p) {
-  (void)p, h->format = 2;
+  (void)p, h->format = 3;
 }
 static void d_job(ft__slot_hdr_t *h, const char *p) {
   (void)p, snprintf(h->job, sizeof(h->job), "other-job");
@@ -1084,8 +1084,8 @@ static const struct {
     {"one byte long", d_grown, FT_ECORRUPT, "header says", "bytes"},
     {"bad magic", d_magic, FT_ECORRUPT, "bad magic", "not an ftrt slot"},
     {"other format", d_format, FT_EMISMATCH, "store format 99",
-     "reads format 3"},
-    {"older format", d_format_old, FT_EMISMATCH, "store format 2",
+     "reads format 4"},
+    {"older format", d_format_old, FT_EMISMATCH, "store format 3",
      "without a header checksum"},
     {"other job", d_job, FT_EMISMATCH, "job 'other-job'", "job '" JOB "'"},
     {"job unterminated", d_job_unterminated, FT_EMISMATCH, "belongs to job",
@@ -1397,7 +1397,7 @@ static ft__meta_t *sample_meta(void) {
   ck_assert_ptr_nonnull(m);
   snprintf(m->job, sizeof(m->job), JOB);
   snprintf(m->host, sizeof(m->host), "node07.cluster");
-  m->epoch = 3;
+  m->epoch = 3, m->layout = 2;
   m->run = 0x8badf00ddeadbeefull;
   m->node = 2, m->nnodes = 5, m->ntrainers = 20;
   m->k = 3, m->m = 2, m->group = 0, m->pos = 2, m->group_size = 5;
@@ -1512,6 +1512,7 @@ START_TEST(meta_full_tables) {
   ft__meta_t *m = calloc(1, sizeof(*m)), *got = calloc(1, sizeof(*got));
   snprintf(m->job, sizeof(m->job), JOB);
   m->nnodes = FT_MAX_NODES, m->k = 1, m->nlocal = FT_MAX_LOCAL;
+  m->epoch = m->layout = 1;
   m->group_size = 1; /* a group of one: position 0 */
   for (uint32_t n = 0; n < FT_MAX_NODES; n++)
     memset(m->hosts[n], 'h', FT_NAME_MAX - 1);
@@ -1563,11 +1564,12 @@ START_TEST(meta_missing) {
 }
 END_TEST
 
-/* The wire form of the metadata (snapshot/store.c): a 208-byte fixed part,
+/* The wire form of the metadata (snapshot/store.c): a 224-byte fixed part,
  * nnodes host names of 64 bytes, then per rank 16 bytes and nbufs records,
  * then a CRC64 of all before it.  The sample has 5 nodes. */
 enum {
   M_FORMAT = 8,
+  M_FLAGS = 12,
   M_TOTAL = 16,
   M_JOB = 24,
   M_HOST = 88,
@@ -1576,7 +1578,10 @@ enum {
   M_K = 172,
   M_M = 176,
   M_NLOCAL = 192,
-  M_FIXED = 208,
+  M_LAYOUT = 208,
+  M_NEXT_NODE = 216,
+  M_NEXT_NNODES = 220,
+  M_FIXED = 224,
   M_HOSTS = M_FIXED,
   R_FIXED = 16
 };
@@ -1623,6 +1628,18 @@ static void m_km_256(void) { put32(M_K, 250), put32(M_M, 6), refix(); }
 static void m_km_wrap(void) { put32(M_M, UINT32_MAX), refix(); }
 static void m_node(void) { put32(M_NODE, 5), refix(); }
 static void m_nnodes0(void) { put32(M_NNODES, 0), put32(M_NODE, 0), refix(); }
+/* The versions a metadata describes: a layout epoch after its epoch, or
+ * none, describes nothing sane; a re-slice target must fit the nodes. */
+static void m_layout0(void) { put64(M_LAYOUT, 0), refix(); }
+static void m_layout_late(void) { put64(M_LAYOUT, 4), refix(); }
+static void m_next_node(void) {
+  put32(M_FLAGS, FT_META_RESLICE), put32(M_NEXT_NODE, 3),
+      put32(M_NEXT_NNODES, 3), refix();
+}
+static void m_next_more(void) {
+  put32(M_FLAGS, FT_META_RESLICE), put32(M_NEXT_NODE, 0),
+      put32(M_NEXT_NNODES, 6), refix();
+}
 static void m_job_unterminated(void) {
   memset(mbuf + M_JOB, 'j', FT_JOB_MAX), refix();
 }
@@ -1668,7 +1685,7 @@ static const struct {
      "truncated?"},
     {"bad magic", m_magic, FT_ECORRUPT, "bad magic", "not ftrt metadata"},
     {"other format", m_format, FT_EMISMATCH, "store format 9",
-     "reads format 2"},
+     "reads format 3"},
     {"flipped byte", m_flip_body, FT_ECORRUPT, "CRC mismatch", "meta"},
     {"flipped CRC", m_flip_crc, FT_ECORRUPT, "CRC mismatch", "meta"},
     {"rank table after the last rank", m_nlocal_less, FT_ECORRUPT,
@@ -1683,6 +1700,13 @@ static const struct {
     {"k + m wraps", m_km_wrap, FT_ECORRUPT, "fields out of range", "meta"},
     {"node >= nnodes", m_node, FT_ECORRUPT, "fields out of range", "meta"},
     {"no nodes", m_nnodes0, FT_ECORRUPT, "fields out of range", "meta"},
+    {"layout epoch 0", m_layout0, FT_ECORRUPT, "fields out of range", "meta"},
+    {"layout after epoch", m_layout_late, FT_ECORRUPT, "fields out of range",
+     "meta"},
+    {"re-slice node outside", m_next_node, FT_ECORRUPT, "fields out of range",
+     "meta"},
+    {"re-slice onto more nodes", m_next_more, FT_ECORRUPT,
+     "fields out of range", "meta"},
     {"job unterminated", m_job_unterminated, FT_ECORRUPT, "fields out of range",
      "meta"},
     {"host unterminated", m_host_unterminated, FT_ECORRUPT,
@@ -1961,7 +1985,7 @@ START_TEST(msg_may_be_null) {
   ck_assert_int_eq(ft__ctl_attach(missing, &ctl, NULL, 512), FT_ENOENT);
   ck_assert_int_eq(ft__slot_open(&s, missing, 0, JOB, NULL, 512), FT_ENOENT);
   ck_assert_int_eq(ft__meta_read(missing, m, NULL, 512), FT_ENOENT);
-  ck_assert_int_eq(ft__group_meta_read(missing, 0, m, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__group_meta_read(missing, FT_GROUP_META, 0, m, NULL, 512), FT_ENOENT);
   path_of(path, sizeof(path), "ctl");
   int fd = open(path, O_RDWR | O_CREAT, 0600);
   ck_assert_int_ge(fd, 0);
