@@ -75,7 +75,7 @@ void ft__restore_report(const ft__restore_t *r, int status) {
            r->nlost, r->ncorrupt, damaged, (double)r->bytes_rebuilt / 1048576.0,
            r->seconds,
            r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
-           (unsigned long long)r->epoch + 1);
+           (unsigned long long)r->next_epoch);
   }
   fflush(stdout);
 }

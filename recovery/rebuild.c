@@ -275,7 +275,8 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   if (rc == FT_OK) {
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
-    ft__slot_begin(sl, r->version, r->step, r->vepoch);
+    ft__slot_begin(sl, r->version, r->step, r->vepoch,
+                   r->vlayout);
     if (!adopt)
       r->my_slot = idx;
   } else {
@@ -318,7 +319,7 @@ static int reshape_damaged(ft__restore_t *r) {
   if (rc)
     return ft__rsay(r, rc, "%s: cannot rebuild its copy in place: %s", r->host,
                     msg);
-  ft__slot_begin(sl, r->version, r->step, r->vepoch);
+  ft__slot_begin(sl, r->version, r->step, r->vepoch, r->vlayout);
   r->my_slot = idx;
   return FT_OK;
 }
@@ -609,7 +610,7 @@ static int seal(ft__restore_t *r, int spare) {
  * rank holding it (a member still at an older epoch may carry an older
  * host list); an adopted node keeps the host it was lost with. */
 static void place_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) {
-  m->epoch = r->epoch + 1;
+  m->epoch = r->next_epoch;
   for (int node = 0; node < r->nnodes; node++) {
     int rank = helper_of[node] >= 0 && !r->adopt[node] ? helper_of[node]
                                                        : r->rank_of_node[node];
@@ -652,8 +653,8 @@ static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
 /* After the new metadata is written: a pending layout (store.h) is either
  * what it was written from or one that never committed, and with
  * adopted, the adopted stores of an earlier shrink are not needed. */
-static int tidy(ft__restore_t *r, int adopted) {
-  int rc = ft__meta_drop_pending(r->dir, r->msg, sizeof(r->msg));
+static int tidy(ft__restore_t *r, const ft__meta_t *m, int adopted) {
+  int rc = ft__meta_drop_pending(r->dir, m, r->msg, sizeof(r->msg));
   if (rc == FT_OK && adopted)
     rc = ft__store_remove_adopted(r->dir, r->msg, sizeof(r->msg));
   return rc;
@@ -709,7 +710,7 @@ static int write_reslice(ft__restore_t *r, ft__meta_t *spare_meta,
       strcmp(r->gname, FT_GROUP_META_PENDING) == 0)
     rc = ft__store_rename(r->dir, FT_GROUP_META_PENDING, FT_GROUP_META,
                           r->msg, sizeof(r->msg));
-  return rc == FT_OK && node >= 0 ? tidy(r, 0) : rc;
+  return rc == FT_OK && node >= 0 ? tidy(r, m, 0) : rc;
 }
 
 /* New epoch everywhere: spares first, then survivors, then group tables.
@@ -737,7 +738,7 @@ static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
   if (rc)
     ft__rsay(r, rc, "%s", msg);
   if (rc == FT_OK && grc == FT_OK && member)
-    rc = tidy(r, 1);
+    rc = tidy(r, m, 1);
   return rc ? rc : grc;
 }
 

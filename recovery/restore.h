@@ -33,10 +33,13 @@ typedef struct ft__rnode {
   uint64_t epoch, run; /* layout epoch and run id of the metadata */
   uint64_t layout;     /* its slots stamped [layout, epoch] are described */
   uint64_t pend_epoch; /* epoch of a pending layout (store.h), 0: none */
+  uint64_t pend_layout; /* and its layout number */
+  uint64_t seen;        /* the highest epoch or layout number in the store */
   uint32_t flags, next_nnodes; /* of the metadata: FT_META_RESLICE, and the
                                 * node count of its re-sliced job */
   uint64_t version[FT_NSLOTS], step[FT_NSLOTS], chunk[FT_NSLOTS];
   uint64_t vepoch[FT_NSLOTS]; /* epoch in the slot header: where it was made */
+  uint64_t vlayout[FT_NSLOTS]; /* layout in the slot header */
   uint32_t state[FT_NSLOTS];
   int32_t slot_ok[FT_NSLOTS];
   int32_t err; /* a store that exists but cannot be read */
@@ -85,6 +88,10 @@ typedef struct ft__restore {
   int nnodes, k, m, ngroups;
   uint64_t epoch, version, step;
   uint64_t vepoch; /* layout epoch the version was made at (slot headers) */
+  uint64_t vlayout; /* and the layout it was encoded under */
+  uint64_t next_epoch; /* of the metadata a rebuild writes: above every epoch
+                        * and layout number any rank's store holds, so that
+                        * no number is ever handed out twice (store.h) */
   int *rank_of_node;         /* [nnodes] rank holding the node, -1 lost */
   int *group_of, *pos_of;    /* [nnodes] */
   int *gsize;                /* [ngroups] */

@@ -16,15 +16,6 @@
 #include "base/alloc.h"
 #include "base/error.h"
 
-/* Is m, read from a group table, this node's own entry in the layout of
- * mine?  A table of another layout (a promotion or a rebuild cut short
- * between its renames: store.h) must not name the group's nodes. */
-static int own_entry(const ft__meta_t *mine, const ft__meta_t *m) {
-  return m->node == mine->node && m->layout == mine->layout &&
-         m->run == mine->run && m->group == mine->group &&
-         m->pos == mine->pos && m->nnodes == mine->nnodes;
-}
-
 /* The group table of this node's layout (r->gname): FT_GROUP_META or the
  * pending one, whichever holds this node's own entry for it; NULL for
  * none.  FT_ENOMEM only. */
@@ -36,7 +27,9 @@ static int pick_table(ft__restore_t *r, ft__meta_t *tmp) {
                                  NULL, 0);
     if (rc == FT_ENOMEM)
       return rc;
-    if (rc == FT_OK && own_entry(r->meta, tmp))
+    /* A table of another layout (a promotion or a rebuild cut short
+     * between its renames: store.h) must not name the group's nodes. */
+    if (rc == FT_OK && ft__meta_same_entry(r->meta, tmp))
       r->gname = names[i];
   }
   return FT_OK;
@@ -63,13 +56,26 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
   return rc;
 }
 
-/* The epoch of dir's pending layout, 0 for none (or one that cannot be
- * read: it describes nothing). */
-static uint64_t pending_epoch(const ft__restore_t *r, ft__meta_t *tmp) {
-  return ft__meta_read_as(r->dir, FT_META_PENDING, tmp, NULL, 0) == FT_OK
-             ? tmp->epoch
-             : 0;
+/* The epoch and layout of dir's pending layout (0: none).  One that is
+ * there but cannot be read may describe the newest version: the node's
+ * metadata counts as unreadable (the node as lost), never as without a
+ * pending layout.  FT_ENOMEM only. */
+static int read_pending(const ft__restore_t *r, ft__rnode_t *me,
+                        ft__meta_t *tmp) {
+  int rc = ft__meta_read_as(r->dir, FT_META_PENDING, tmp, NULL, 0);
+  if (rc == FT_OK) {
+    me->pend_epoch = tmp->epoch;
+    me->pend_layout = tmp->layout;
+  } else if (rc != FT_ENOENT && rc != FT_ENOMEM) {
+    snprintf(me->err_msg, sizeof(me->err_msg), "%s/%s: unreadable",
+             r->dir, FT_META_PENDING);
+    me->has_meta = 0;
+    me->meta_bad = 1;
+  }
+  return rc == FT_ENOMEM ? rc : FT_OK;
 }
+
+static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* This node's slots: what each holds, or why it could not be read (a
  * damaged or missing copy is rebuilt in place, mark_damaged). */
@@ -86,6 +92,8 @@ static void read_slots(ft__restore_t *r, ft__rnode_t *me) {
     me->version[i] = r->slot[i].hdr->version;
     me->step[i] = r->slot[i].hdr->step;
     me->vepoch[i] = r->slot[i].hdr->epoch;
+    me->vlayout[i] = r->slot[i].hdr->layout;
+    me->seen = max64(me->seen, max64(me->vepoch[i], me->vlayout[i]));
     me->chunk[i] = r->slot[i].hdr->chunk_bytes;
     me->state[i] = ft__slot_state(&r->slot[i]);
   }
@@ -122,10 +130,10 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
   }
   if (rc == FT_OK && me->has_meta) {
     ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
-    rc = tmp ? FT_OK : FT_ENOMEM;
-    me->pend_epoch = tmp ? pending_epoch(r, tmp) : 0;
+    rc = tmp ? read_pending(r, me, tmp) : FT_ENOMEM;
     ft__free(tmp);
   }
+  me->seen = max64(me->epoch, me->pend_epoch);
   if (rc == FT_ENOMEM)
     snprintf(me->err_msg, sizeof(me->err_msg),
              "%s: out of memory reading the metadata", r->dir);
@@ -142,7 +150,8 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
  * metadata does not describe, and decoding it with them would give wrong
  * bytes. */
 static uint64_t held_in(const ft__rnode_t *n, int i) {
-  if (n->vepoch[i] < n->layout || n->vepoch[i] > n->epoch)
+  if (n->vlayout[i] != n->layout || n->vepoch[i] < n->layout ||
+      n->vepoch[i] > n->epoch)
     return 0;
   return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
 }
@@ -161,7 +170,7 @@ static int holds(const ft__rnode_t *n, uint64_t v) {
 static uint64_t held_pending(const ft__rnode_t *n, int i) {
   if (!n->pend_epoch)
     return held_in(n, i);
-  if (n->vepoch[i] != n->pend_epoch)
+  if (n->vepoch[i] != n->pend_epoch || n->vlayout[i] != n->pend_layout)
     return 0;
   return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
 }
@@ -218,7 +227,7 @@ static int pending_newer(const ft__restore_t *r, int *use) {
 static int same_copy(const ft__rnode_t *n, const ft__rnode_t *o, uint64_t v) {
   int a = holds(n, v), b = holds(o, v);
   return a >= 0 && b >= 0 && n->step[a] == o->step[b] &&
-         n->vepoch[a] == o->vepoch[b];
+         n->vepoch[a] == o->vepoch[b] && n->vlayout[a] == o->vlayout[b];
 }
 
 static int rightful(const ft__restore_t *r, int i, uint64_t newest,
@@ -232,6 +241,35 @@ static int rightful(const ft__restore_t *r, int i, uint64_t newest,
       continue;
     if (o->nnodes != n->nnodes || o->m != n->m || o->node == n->node ||
         !same_copy(n, o, v))
+      return 0;
+  }
+  return 1;
+}
+
+/* Is node i, at an older epoch, a member of the newest layout through its
+ * pending layout: the newest nodes' layout is its pending one, and it
+ * holds, made under it, the same copy of the version v those nodes hold in
+ * common?  (An ft-restore that made the pending layout current was cut
+ * short after it wrote some nodes, or an SMP was killed between the
+ * commit of that layout's first version and its promotion.)  It is
+ * surveyed with its pending layout (pending_newer), never taken for a
+ * stale store. */
+static int rightful_pending(const ft__restore_t *r, int i, uint64_t newest,
+                            uint64_t v) {
+  const ft__rnode_t *n = &r->all[i];
+  int a = -1;
+  for (int s = 0; v && n->pend_epoch && s < FT_NSLOTS; s++)
+    if (held_pending(n, s) == v)
+      a = s;
+  if (a < 0)
+    return 0;
+  for (int j = 0; j < r->size; j++) {
+    const ft__rnode_t *o = &r->all[j];
+    if (!o->has_meta || o->epoch != newest)
+      continue;
+    int b = holds(o, v);
+    if (o->layout != n->pend_layout || b < 0 || o->step[b] != n->step[a] ||
+        o->vepoch[b] != n->vepoch[a] || o->vlayout[b] != n->vlayout[a])
       return 0;
   }
   return 1;
@@ -277,14 +315,14 @@ static int demote_stale(ft__restore_t *r) {
     return FT_ENOMEM;
   for (int i = 0; i < r->size; i++) {
     ft__rnode_t *n = &r->all[i];
-    /* A pending layout of the newest epoch: a node killed between the
-     * commit of the new layout's first version and its promotion. */
-    if (!n->has_meta || n->epoch == newest || n->pend_epoch == newest)
+    if (!n->has_meta || n->epoch == newest)
       continue;
     if (rightful(r, i, newest, v)) {
       r->resync = 1;
       continue;
     }
+    if (rightful_pending(r, i, newest, v))
+      continue;
     n->has_meta = 0; /* n->epoch stays, for the plan's message */
     memset(n->slot_ok, 0, sizeof(n->slot_ok));
     r->stale |= i == r->rank;
@@ -303,11 +341,14 @@ static int check_layout(ft__restore_t *r) {
     if (first < 0)
       first = i;
     const ft__rnode_t *f = &r->all[first];
-    if (n->nnodes != f->nnodes || n->m != f->m)
+    if (n->nnodes != f->nnodes || n->m != f->m || n->layout != f->layout)
       return ft__rsay(r, FT_EMISMATCH,
                  "%s and %s hold stores of different layouts (%d nodes m=%d "
-                 "vs %d nodes m=%d)",
-                 f->host, n->host, f->nnodes, f->m, n->nnodes, n->m);
+                 "layout %llu vs %d nodes m=%d layout %llu): nothing was "
+                 "changed",
+                 f->host, n->host, f->nnodes, f->m,
+                 (unsigned long long)f->layout, n->nnodes, n->m,
+                 (unsigned long long)n->layout);
     if (n->epoch > r->epoch)
       r->epoch = n->epoch;
     r->reslice |= (n->flags & FT_META_RESLICE) != 0;
@@ -315,6 +356,10 @@ static int check_layout(ft__restore_t *r) {
   if (first < 0)
     return ft__rsay(r, FT_ENOENT, "no node holds a store of job '%s' under %s",
                r->job, r->store_root);
+  r->next_epoch = r->epoch + 1;
+  for (int i = 0; i < r->size; i++)
+    if (r->all[i].seen >= r->next_epoch)
+      r->next_epoch = r->all[i].seen + 1;
   r->nnodes = r->all[first].nnodes;
   r->m = r->all[first].m;
   return FT_OK;
@@ -442,6 +487,7 @@ static int pick_version(ft__restore_t *r) {
                       (unsigned long long)n->vepoch[s], ref->host);
     r->step = n->step[s];
     r->vepoch = n->vepoch[s];
+    r->vlayout = n->vlayout[s];
     r->chunk_of_group[n->group] = n->chunk[s];
   }
   const ft__rnode_t *me = &r->all[r->rank];

@@ -46,6 +46,7 @@ typedef struct ft__smp {
   uint64_t layout;  /* epoch at which its grouping was made (store.h) */
   int pending;      /* its layout is in the pending files until the first
                      * commit (store.h) */
+  uint64_t seen;    /* the highest epoch or layout number in the store */
   int nnodes, node; /* node = index in the sorted node order */
   int *order;       /* [nnodes] smp_comm rank of each sorted node */
   char (*hosts)[FT_NAME_MAX]; /* [nnodes] host of each sorted node */
@@ -379,7 +380,7 @@ static int start_over(smp_t *s) {
 }
 
 /* The pending layout of a launch that may have died before its first
- * commit.  One that cannot be read describes nothing: dropped later. */
+ * commit. */
 static int read_pending(smp_t *s) {
   char msg[512];
   s->pend = ft__calloc(1, sizeof(*s->pend));
@@ -390,12 +391,33 @@ static int read_pending(smp_t *s) {
   int rc = ft__meta_read_as(s->c->dir, FT_META_PENDING, s->pend, msg,
                             sizeof(msg));
   if (rc != FT_OK) {
+    /* It may describe the newest version: its copy here counts as
+     * damaged (refuse_discard), so that ft-restore rebuilds it. */
     if (rc != FT_ENOENT)
-      FT_LOGW(&s->c->log, "%s; a layout that never committed: dropped", msg);
+      FT_LOGW(&s->c->log, "%s; the versions made under it are damaged here",
+              msg);
+    s->damaged |= rc != FT_ENOENT;
     ft__free(s->pend);
     s->pend = NULL;
   }
   return FT_OK;
+}
+
+/* The highest epoch or layout number this node's store holds. */
+static uint64_t note_seen(const smp_t *s) {
+  uint64_t n = 0;
+  const ft__meta_t *m[2] = {s->meta, s->pend};
+  for (int i = 0; i < 2; i++)
+    if (m[i] && m[i]->epoch > n)
+      n = m[i]->epoch;
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    const ft__slot_hdr_t *h = s->slot[i].map ? s->slot[i].hdr : NULL;
+    if (h && h->epoch > n)
+      n = h->epoch;
+    if (h && h->layout > n)
+      n = h->layout;
+  }
+  return n;
 }
 
 static int open_store(smp_t *s) {
@@ -447,7 +469,10 @@ static int open_store(smp_t *s) {
     s->msg[0] = '\0';
     rc = FT_OK;
   }
-  return rc == FT_OK && s->meta ? read_pending(s) : rc;
+  if (rc == FT_OK && s->meta)
+    rc = read_pending(s);
+  s->seen = note_seen(s);
+  return rc;
 }
 
 /* A relaunch must match the job that wrote the store. */
@@ -544,9 +569,9 @@ static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
 /* Is the copy in slot i described by this node's metadata (current or
  * pending): was it encoded under a layout the store still describes? */
 static int described(const smp_t *s, int i) {
-  uint64_t e = s->slot[i].hdr->epoch;
-  return (s->meta && ft__meta_describes(s->meta, e)) ||
-         (s->pend && ft__meta_describes(s->pend, e));
+  uint64_t l = s->slot[i].hdr->layout, e = s->slot[i].hdr->epoch;
+  return (s->meta && ft__meta_describes(s->meta, l, e)) ||
+         (s->pend && ft__meta_describes(s->pend, l, e));
 }
 
 /* The version to restore is agreed: if the pending layout describes it,
@@ -557,9 +582,10 @@ static int settle_pending(smp_t *s, int slot) {
   char msg[512];
   if (!s->pend)
     return FT_OK;
-  if (slot < 0 || ft__meta_describes(s->meta, s->slot[slot].hdr->epoch) ||
-      !ft__meta_describes(s->pend, s->slot[slot].hdr->epoch)) {
-    if (ft__meta_drop_pending(s->c->dir, msg, sizeof(msg)) != FT_OK)
+  const ft__slot_hdr_t *h = slot >= 0 ? s->slot[slot].hdr : NULL;
+  if (!h || ft__meta_describes(s->meta, h->layout, h->epoch) ||
+      !ft__meta_describes(s->pend, h->layout, h->epoch)) {
+    if (ft__meta_drop_pending(s->c->dir, s->meta, msg, sizeof(msg)) != FT_OK)
       FT_LOGW(&s->c->log, "%s (a pending layout is never used)", msg);
     return FT_OK;
   }
@@ -857,20 +883,17 @@ static int same_layout(const smp_t *s) {
  * pending layout, so that a loss before this launch's first commit is
  * still recovered with the layout that version was made in. */
 static int choose_epoch(smp_t *s) {
-  uint64_t same = 0;
+  uint64_t same = 0, seen = 0;
   int rc = min_u64(s, same_layout(s), &same, "layout");
+  /* A new layout's number is above every epoch and layout number any
+   * node's store holds: none is handed out twice (store.h). */
+  if (rc == FT_OK)
+    rc = min_u64(s, ~s->seen, &seen, "layout");
   if (rc)
     return rc;
-  s->pending = 0;
-  if (!s->meta) {
-    s->epoch = s->layout = 1;
-  } else if (same) {
-    s->epoch = s->meta->epoch;
-    s->layout = s->meta->layout;
-  } else {
-    s->epoch = s->layout = s->meta->epoch + 1;
-    s->pending = s->ctl->restore_version != 0;
-  }
+  s->pending = !same && s->meta && s->ctl->restore_version != 0;
+  s->epoch = same ? s->meta->epoch : ~seen + 1;
+  s->layout = same ? s->meta->layout : ~seen + 1;
   return FT_OK;
 }
 
@@ -915,7 +938,7 @@ static int prepare(smp_t *s, uint64_t v) {
     if (rc)
       return rc;
   }
-  ft__slot_begin(sl, v, 0, s->epoch);
+  ft__slot_begin(sl, v, 0, s->epoch, s->layout);
   s->prepared = v;
   s->ctl->prepared_slot = i;
   ft__store64(&s->ctl->prepared_version, v);

@@ -49,7 +49,8 @@ static void usage(FILE *f) {
       "  --timeout SEC  give up waiting (wait; default 120)\n"
       "FT_HOLD=WHEN arms the same point from launch on (phase=restore: in\n"
       "ft-restore).  Exit: 0 done, 1 error, 2 usage, 3 no running job on this\n"
-      "node, 4 too late or not held in time (nothing is left armed).\n",
+      "node (not started yet, or ended), 4 too late or not held in time\n"
+      "(nothing is left armed).\n",
       f);
 }
 
@@ -142,15 +143,22 @@ static int wait_held(tool_t *t) {
   double deadline = ft__now() + t->timeout_s;
   for (;;) {
     uint32_t seq = ft__ctl_seq(c);
-    if (!ft__load32(&c->hold.armed)) {
+    /* The control segment of a launch that ended (an earlier run's, until
+     * the next launch's SMP replaces it, or a job that ended before the
+     * point): no running job here, and nothing in it counts. */
+    if (!running(c)) {
+      fprintf(stderr, "ft-hold: %s: no running job (its SMP, pid %u, is gone "
+                      "or stopped)\n", t->host, c->smp_pid);
+      return EXIT_NOJOB;
+    }
+    int armed = ft__load32(&c->hold.armed) != 0;
+    if (armed && ft__load32(&c->hold.held) >= expected(c))
+      return show(t);
+    /* FT_HOLD is armed by the SMP right after it makes the segment, before
+     * its first layout: until then, not armed yet is not "nothing armed". */
+    if (!armed && ft__load32(&c->layout_ready)) {
       fprintf(stderr, "ft-hold: %s: nothing armed (released or withdrawn)\n",
               t->host);
-      return EXIT_NOTMET;
-    }
-    if (ft__load32(&c->hold.held) >= expected(c))
-      return show(t);
-    if (!running(c)) {
-      fprintf(stderr, "ft-hold: %s: the job ended before the point\n", t->host);
       return EXIT_NOTMET;
     }
     double left = deadline - ft__now();

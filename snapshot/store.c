@@ -37,6 +37,11 @@
 #define META_MAGIC "FTRTMETA"
 #define PAGE 4096u
 
+/* What a store of another ftrt's format leaves the user to do. */
+#define UPGRADE                                                                \
+  ": finish the job with the ftrt that wrote it, or start over with "          \
+  "--fresh (FT_FRESH=1), which discards it"
+
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static uint64_t now_ns(void) {
@@ -163,7 +168,7 @@ static int check_identity(const ft__slot_hdr_t *h, const char *path, char *msg,
   if (h->format != FT_SLOT_FORMAT && h->hdr_crc == 0)
     return ft__msgf(FT_EMISMATCH, msg, msglen,
                     "%s: store format %u (an older ftrt's, without a header "
-                    "checksum), this ftrt reads format %u",
+                    "checksum), this ftrt reads format %u" UPGRADE,
                     path, h->format, FT_SLOT_FORMAT);
   uint64_t crc = ft__slot_hdr_crc(h);
   if (crc != h->hdr_crc)
@@ -174,8 +179,8 @@ static int check_identity(const ft__slot_hdr_t *h, const char *path, char *msg,
                     (unsigned long long)crc);
   if (h->format != FT_SLOT_FORMAT)
     return ft__msgf(FT_EMISMATCH, msg, msglen,
-                    "%s: store format %u, this ftrt reads format %u", path,
-                    h->format, FT_SLOT_FORMAT);
+                    "%s: store format %u, this ftrt reads format %u" UPGRADE,
+                    path, h->format, FT_SLOT_FORMAT);
   if (ft__slot_state_decode(h->state_word) == FT_SLOT_STATE_INVALID)
     return ft__msgf(FT_ECORRUPT, msg, msglen,
                     "%s: invalid slot state word %08x: the slot header is "
@@ -331,7 +336,7 @@ static void reseal(ft__slot_t *s, int was_intact) {
 }
 
 void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
-                    uint64_t epoch) {
+                    uint64_t epoch, uint64_t layout) {
   int intact = ft__slot_intact(s);
   /* Drop to EMPTY before touching the identity fields, so a crash between
    * the stores never leaves a FILLING slot claiming an older version. */
@@ -339,6 +344,7 @@ void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
   s->hdr->version = version;
   s->hdr->step = step;
   s->hdr->epoch = epoch;
+  s->hdr->layout = (uint32_t)layout;
   s->hdr->filled_ns = now_ns();
   s->hdr->committed_ns = 0;
   reseal(s, intact);
@@ -574,8 +580,8 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
                     "%s: bad magic, not ftrt metadata", path);
   if (f.format != FT_STORE_FORMAT)
     return ft__msgf(FT_EMISMATCH, msg, msglen,
-                    "%s: store format %u, this ftrt reads format %u", path,
-                    f.format, FT_STORE_FORMAT);
+                    "%s: store format %u, this ftrt reads format %u" UPGRADE,
+                    path, f.format, FT_STORE_FORMAT);
   if (f.total_bytes != len)
     return ft__msgf(FT_ECORRUPT, msg, msglen,
                     "%s: %zu bytes but the header says %llu (truncated?)", path,
@@ -590,6 +596,7 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
       f.nnodes > FT_MAX_NODES || f.node >= f.nnodes || f.group >= f.nnodes ||
       f.group_size < 1 || f.group_size >= FT_MAX_CHUNKS ||
       f.pos >= f.group_size || f.layout < 1 || f.layout > f.epoch ||
+      f.layout > UINT32_MAX ||
       ((f.reserved & FT_META_RESLICE) &&
        (f.next_nnodes < 1 || f.next_nnodes > f.nnodes ||
         f.next_node >= f.next_nnodes)) ||
@@ -721,8 +728,21 @@ int ft__store_rename(const char *dir, const char *from, const char *to,
   return FT_OK;
 }
 
-int ft__meta_describes(const ft__meta_t *m, uint64_t vepoch) {
-  return vepoch >= m->layout && vepoch <= m->epoch;
+int ft__meta_describes(const ft__meta_t *m, uint64_t layout, uint64_t vepoch) {
+  return layout == m->layout && vepoch >= m->layout && vepoch <= m->epoch;
+}
+
+int ft__meta_same_entry(const ft__meta_t *mine, const ft__meta_t *m) {
+  return m->node == mine->node && m->layout == mine->layout &&
+         m->run == mine->run && m->group == mine->group &&
+         m->pos == mine->pos && m->nnodes == mine->nnodes;
+}
+
+int ft__group_meta_matches(const char *dir, const char *name,
+                           const ft__meta_t *mine, ft__meta_t *tmp) {
+  return ft__group_meta_read(dir, name, (int)mine->pos, tmp, NULL, 0) ==
+             FT_OK &&
+         ft__meta_same_entry(mine, tmp);
 }
 
 int ft__meta_write_as(const char *dir, const char *name, const ft__meta_t *m,
@@ -770,9 +790,22 @@ int ft__meta_promote(const char *dir, char *msg, size_t msglen) {
   return rc;
 }
 
-int ft__meta_drop_pending(const char *dir, char *msg, size_t msglen) {
+int ft__meta_drop_pending(const char *dir, const ft__meta_t *m, char *msg,
+                          size_t msglen) {
+  ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
+  if (!tmp)
+    return ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory", dir);
   int rc = unlink_in(dir, FT_META_PENDING, msg, msglen);
-  return rc ? rc : unlink_in(dir, FT_GROUP_META_PENDING, msg, msglen);
+  /* The pending table is kept where it is the one that matches m (a
+   * rebuild cut short between its renames): it becomes the table. */
+  if (rc == FT_OK && !ft__group_meta_matches(dir, FT_GROUP_META, m, tmp) &&
+      ft__group_meta_matches(dir, FT_GROUP_META_PENDING, m, tmp))
+    rc = ft__store_rename(dir, FT_GROUP_META_PENDING, FT_GROUP_META, msg,
+                          msglen);
+  else if (rc == FT_OK)
+    rc = unlink_in(dir, FT_GROUP_META_PENDING, msg, msglen);
+  ft__free(tmp);
+  return rc;
 }
 
 int ft__store_read_file(const char *dir, const char *name, size_t max,

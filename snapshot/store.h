@@ -84,7 +84,8 @@ typedef struct ft__slot_hdr {
   uint64_t parity_off, parity_bytes; /* m * chunk_bytes */
   uint64_t chunk_bytes;
   uint32_t k, m;
-  uint32_t nlocal, reserved;
+  uint32_t nlocal;
+  uint32_t layout; /* the layout (ft__meta_t.layout) it was encoded under */
   uint64_t rank_off[FT_MAX_LOCAL]; /* absolute offsets in the file */
   uint64_t rank_bytes[FT_MAX_LOCAL];
   uint64_t crc[FT_MAX_CHUNKS]; /* data chunks 0..k-1, parity k..k+m-1 */
@@ -165,7 +166,7 @@ void ft__slot_set_state(ft__slot_t *s, uint32_t state);
 int ft__slot_intact(const ft__slot_t *s);
 /* Start filling a version: FILLING, version, step, epoch. */
 void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
-                    uint64_t epoch);
+                    uint64_t epoch, uint64_t layout);
 /* The training step the version holds (known once every trainer wrote). */
 void ft__slot_set_step(ft__slot_t *s, uint64_t step);
 /* The CRCs of the k data chunks, computed elsewhere (ec/exchange.c
@@ -285,9 +286,19 @@ typedef struct ft__meta {
   char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */
 } ft__meta_t;
 
-/* Was a version whose slot header says epoch vepoch encoded under the
- * layout m describes: layout <= vepoch <= epoch? */
-int ft__meta_describes(const ft__meta_t *m, uint64_t vepoch);
+/* Was a version whose slot header says layout and epoch vepoch encoded
+ * under the layout m describes: the same layout, made at an epoch in
+ * [layout, epoch]?  Layout numbers are never handed out twice (a new one
+ * is above every epoch a store holds), so a copy made under a layout that
+ * was dropped is never described by a later one. */
+int ft__meta_describes(const ft__meta_t *m, uint64_t layout, uint64_t vepoch);
+/* Is m, read from a group table, the entry of mine's own node in the layout
+ * of mine? */
+int ft__meta_same_entry(const ft__meta_t *mine, const ft__meta_t *m);
+/* Does dir/name (a group table) hold mine's own entry for mine's layout?
+ * 0 when it does not or cannot be read.  tmp: room for one entry. */
+int ft__group_meta_matches(const char *dir, const char *name,
+                           const ft__meta_t *mine, ft__meta_t *tmp);
 
 /*
  * Metadata files of a store directory.  FT_META and FT_GROUP_META describe
@@ -326,9 +337,12 @@ int ft__meta_read_as(const char *dir, const char *name, ft__meta_t *m,
  * ft-restore promotes again or drops; readers take the group table whose
  * members match their metadata's layout).  msg may be NULL. */
 int ft__meta_promote(const char *dir, char *msg, size_t msglen);
-/* Remove FT_META_PENDING and FT_GROUP_META_PENDING (a layout that never
- * committed a version).  msg may be NULL. */
-int ft__meta_drop_pending(const char *dir, char *msg, size_t msglen);
+/* Remove FT_META_PENDING (a layout that never committed a version, or one
+ * already made current) and FT_GROUP_META_PENDING, unless that table is
+ * the one that matches m, the metadata that stays: then it replaces
+ * FT_GROUP_META.  msg may be NULL. */
+int ft__meta_drop_pending(const char *dir, const ft__meta_t *m, char *msg,
+                          size_t msglen);
 
 /* Atomic replacement of dir/name by len bytes: temp file, fsync, rename,
  * fsync of the directory (redis rdbSave).  msg may be NULL. */

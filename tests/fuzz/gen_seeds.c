@@ -41,7 +41,7 @@ static void slot_seed(const char *tmp, const char *name, uint32_t nlocal,
     exit(1);
   }
   if (st != FT_SLOT_EMPTY) {
-    ft__slot_begin(&s, 42, 0, 1);
+    ft__slot_begin(&s, 42, 0, 1, 1);
     for (uint32_t r = 0; r < nlocal; r++)
       for (uint64_t i = 0; i < bytes[r]; i++)
         s.map[s.hdr->rank_off[r] + i] = (uint8_t)(r * 31 + i);

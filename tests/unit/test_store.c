@@ -106,7 +106,7 @@ static int holds(const ft__slot_t *s, uint64_t v) {
 
 /* Write, seal and commit version v in s, as the SMP does. */
 static void write_version(ft__slot_t *s, uint64_t v) {
-  ft__slot_begin(s, v, v * 10, 1);
+  ft__slot_begin(s, v, v * 10, 1, 1);
   fill_ranks(s, v, 0, 8);
   ft__slot_seal_data(s);
   ft__slot_set_state(s, FT_SLOT_LOCAL);
@@ -225,7 +225,7 @@ START_TEST(state_machine) {
   ck_assert_int_eq(stat(a.path, &st), 0);
   ck_assert_uint_eq((uint64_t)st.st_size, g.seg_bytes);
 
-  ft__slot_begin(&a, 7, 700, 3);
+  ft__slot_begin(&a, 7, 700, 3, 1);
   ck_assert_uint_eq(ft__slot_state(&a), FT_SLOT_FILLING);
   ck_assert_uint_eq(a.hdr->version, 7);
   ck_assert_uint_eq(a.hdr->step, 700);
@@ -274,7 +274,7 @@ START_TEST(state_machine) {
   }
 
   /* beginning the next version drops the commit time and the old identity */
-  ft__slot_begin(&b, 9, 900, 3);
+  ft__slot_begin(&b, 9, 900, 3, 1);
   ck_assert_uint_eq(ft__slot_state(&b), FT_SLOT_FILLING);
   ck_assert_uint_eq(b.hdr->version, 9);
   ck_assert_uint_eq(b.hdr->committed_ns, 0);
@@ -388,7 +388,7 @@ static ft__slot_t *prepare(ft__slot_t sl[FT_NSLOTS], uint64_t v,
     ck_assert_uint_eq(ft__slot_state(other), FT_SLOT_COMMITTED);
     ck_assert_uint_eq(other->hdr->version, v - 1);
   }
-  ft__slot_begin(s, v, v * 10, 1);
+  ft__slot_begin(s, v, v * 10, 1, 1);
   return s;
 }
 
@@ -1229,7 +1229,7 @@ static const hdr_flip_t hdr_flips[] = {
     FLIP(k, 0),
     FLIP(m, 0),
     FLIP(nlocal, 0),
-    FLIP(reserved, 0),
+    FLIP(layout, 0),
     FLIP(rank_off, 0),
     FLIP(rank_off, 8 * 2 + 1),
     FLIP(rank_off, 8 * (FT_MAX_LOCAL - 1)), /* past nlocal */
@@ -1347,7 +1347,7 @@ START_TEST(slot_header_writers) {
   create_slot(&s, 0, &g);
   ck_assert_int_eq(ft__slot_intact(&s), 1);
   ck_assert_int_eq(reopens(0), FT_OK);
-  ft__slot_begin(&s, 6, 0, 2);
+  ft__slot_begin(&s, 6, 0, 2, 1);
   ck_assert_int_eq(reopens(0), FT_OK);
   fill_ranks(&s, 6, 0, 8);
   ft__slot_set_step(&s, 60);
@@ -1375,7 +1375,7 @@ START_TEST(slot_header_writers) {
   ft__slot_seal_data(&s);
   ft__slot_seal_parity(&s);
   ft__slot_set_data_crcs(&s, crc);
-  ft__slot_begin(&s, 8, 80, 2);
+  ft__slot_begin(&s, 8, 80, 2, 1);
   ft__slot_set_state(&s, FT_SLOT_COMMITTED);
   ck_assert_int_eq(ft__slot_intact(&s), 0);
   ft__slot_close(&s);
