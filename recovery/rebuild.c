@@ -813,6 +813,22 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
   fflush(stdout);
 }
 
+int ft__rebuild_plan(ft__restore_t *r, int *helper_of) {
+  assign_helpers(r, helper_of);
+  r->ncorrupt = count_corrupt(r);
+  r->ncleared = count_cleared(r);
+  int rc = check_recoverable(r);
+  for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
+    if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
+      rc =
+          ft__rsay(r, FT_EINVAL,
+                   "replace mode needs %d spare node(s) (nodes without a store "
+                   "of this job), this launch has fewer: add spares or use "
+                   "--mode shrink",
+                   r->nlost);
+  return rc;
+}
+
 int ft__rebuild(ft__restore_t *r) {
   int *helper_of = ft__calloc((size_t)r->nnodes, sizeof(int));
   ft__meta_t *spare_meta = ft__calloc(1, sizeof(*spare_meta));
@@ -828,18 +844,7 @@ int ft__rebuild(ft__restore_t *r) {
                   r->host);
   if ((rc = ft__ragree(r, rc)))
     goto out;
-  assign_helpers(r, helper_of);
-  r->ncorrupt = count_corrupt(r);
-  r->ncleared = count_cleared(r);
-  rc = check_recoverable(r);
-  for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
-    if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
-      rc =
-          ft__rsay(r, FT_EINVAL,
-                   "replace mode needs %d spare node(s) (nodes without a store "
-                   "of this job), this launch has fewer: add spares or use "
-                   "--mode shrink",
-                   r->nlost);
+  rc = ft__rebuild_plan(r, helper_of);
   if (rc == FT_OK)
     print_plan(r, helper_of);
   if (rc || r->opts.dry_run ||

@@ -619,6 +619,21 @@ static int gather(ft__restore_t *r, int pending) {
 /* Every step that can fail on one rank alone (memory) is agreed on before
  * the next collective; the others fail alike everywhere, since every rank
  * derives them from the same allgathered summaries. */
+int ft__survey_plan(ft__restore_t *r) {
+  int rc = check_runs(r);
+  if (rc == FT_OK)
+    rc = demote_stale(r);
+  if (rc == FT_OK)
+    rc = check_layout(r);
+  if (rc == FT_OK)
+    rc = alloc_layout(r);
+  if (rc == FT_OK)
+    rc = map_nodes(r);
+  if (rc == FT_OK)
+    rc = pick_version(r);
+  return rc == FT_OK ? mark_damaged(r) : rc;
+}
+
 int ft__survey(ft__restore_t *r) {
   r->all = ft__calloc((size_t)r->size, sizeof(ft__rnode_t));
   int prc = ft__ragree(r, resolve_pending(r, r->all ? FT_OK : FT_ENOMEM));

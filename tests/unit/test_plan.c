@@ -1,0 +1,174 @@
+/*
+ * ft-restore's plan at scale (issue 14.7): the survey's decisions and the
+ * rebuild plan from synthetic summaries of 2,048 nodes in 4+2 groups, as
+ * ft__survey_plan and ft__rebuild_plan take them (no MPI, no store).  No
+ * fixed table may overflow: one host lost in every group is planned, with a
+ * spare for each; three lost in one group (m = 2) is refused with a message
+ * naming the group and nothing planned.  The time each plan takes is
+ * printed (a figure, not a bound: a test never depends on speed).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "ec/layout.h"
+#include "ftrt.h"
+#include "recovery/rebuild.h"
+#include "recovery/survey.h"
+
+#define NODES 2048
+#define K 4
+#define M 2
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Node n's summary, as its rank would gather it: it holds version 4 (step
+ * 8) committed in slot 0, made under layout 1 at epoch 1. */
+static void summary(ft__rnode_t *s, const ft__groups_t *g, int n) {
+  memset(s, 0, sizeof(*s));
+  int grp = g->group_of[n];
+  s->has_meta = 1;
+  s->node = n, s->nnodes = NODES, s->k = g->size[grp] - M, s->m = M;
+  s->group = grp, s->pos = g->pos_of[n], s->gsize = g->size[grp];
+  s->epoch = s->layout = 1;
+  s->run = 0x1234;
+  s->slot_ok[0] = 1;
+  s->version[0] = 4, s->step[0] = 8, s->chunk[0] = 1 << 20;
+  s->vepoch[0] = s->vlayout[0] = 1;
+  s->state[0] = FT_SLOT_COMMITTED;
+  s->slot_rc[1] = FT_ENOENT;
+  for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
+    s->members[p] = p < g->size[grp] ? (int16_t)g->members[grp][p] : -1;
+  snprintf(s->host, sizeof(s->host), "node%04d", n);
+}
+
+/* A restore of the NODES-node job with node lost[n] gone, each replaced by a
+ * spare (a rank without a store).  Returns ft__survey_plan's status, then
+ * ft__rebuild_plan's. */
+static int plan(const unsigned char *lost, ft__restore_t *r, int **helper_of,
+                double *secs) {
+  ft__groups_t g;
+  char msg[256];
+  ck_assert_int_eq(ft__groups_form(NODES, NULL, K, M, &g, msg, sizeof(msg)),
+                   FT_OK);
+  memset(r, 0, sizeof(*r));
+  snprintf(r->job, sizeof(r->job), "plan");
+  snprintf(r->host, sizeof(r->host), "node0000");
+  r->opts.mode = FT_RESTORE_REPLACE;
+  r->size = NODES; /* survivors, then as many spares as lost nodes */
+  r->all = calloc((size_t)r->size, sizeof(ft__rnode_t));
+  ck_assert_ptr_nonnull(r->all);
+  int i = 0;
+  for (int n = 0; n < NODES; n++)
+    if (!lost[n])
+      summary(&r->all[i++], &g, n);
+  for (; i < r->size; i++)
+    snprintf(r->all[i].host, sizeof(r->all[i].host), "spare%04d", i);
+  ft__groups_free(&g);
+  double t0 = now();
+  int rc = ft__survey_plan(r);
+  if (rc == FT_OK) {
+    r->adopt = calloc(NODES, 1);
+    *helper_of = calloc(NODES, sizeof(int));
+    ck_assert_ptr_nonnull(r->adopt);
+    ck_assert_ptr_nonnull(*helper_of);
+    rc = ft__rebuild_plan(r, *helper_of);
+  }
+  *secs = now() - t0;
+  return rc;
+}
+
+static void release(ft__restore_t *r, int *helper_of) {
+  free(r->all), free(r->adopt), free(helper_of);
+  ft__free(r->rank_of_node), ft__free(r->group_of), ft__free(r->pos_of);
+  ft__free(r->gsize), ft__free(r->members), ft__free(r->hosts);
+  ft__free(r->chunk_of_group), ft__free(r->bad), ft__free(r->damaged);
+}
+
+START_TEST(one_lost_per_group) {
+  static unsigned char lost[NODES];
+  ft__groups_t g;
+  char msg[256];
+  ck_assert_int_eq(ft__groups_form(NODES, NULL, K, M, &g, msg, sizeof(msg)),
+                   FT_OK);
+  int ngroups = g.ngroups;
+  memset(lost, 0, sizeof(lost));
+  for (int grp = 0; grp < ngroups; grp++) /* a different position each */
+    lost[g.members[grp][grp % g.size[grp]]] = 1;
+  ft__groups_free(&g);
+  ft__restore_t r;
+  int *helper_of = NULL;
+  double secs;
+  int rc = plan(lost, &r, &helper_of, &secs);
+  ck_assert_msg(rc == FT_OK, "plan: %s (%s)", r.msg, ft_err_name(rc));
+  printf("test_plan: %d nodes in %d groups of %d+%d, one lost in each: "
+         "planned in %.3f s\n", NODES, ngroups, K, M, secs);
+  ck_assert_int_eq(r.nnodes, NODES);
+  ck_assert_int_eq(r.ngroups, ngroups);
+  ck_assert_int_eq(r.nlost, ngroups);
+  ck_assert_uint_eq(r.version, 4);
+  ck_assert_uint_eq(r.step, 8);
+  /* every lost node has its own spare; nothing adopted */
+  int spares = 0;
+  for (int n = 0; n < NODES; n++) {
+    ck_assert_int_eq(r.adopt[n], 0);
+    if (!lost[n]) {
+      ck_assert_int_eq(helper_of[n], -1);
+      continue;
+    }
+    ck_assert_int_ge(helper_of[n], NODES - ngroups);
+    ck_assert(!r.all[helper_of[n]].has_meta);
+    spares++;
+  }
+  ck_assert_int_eq(spares, ngroups);
+  release(&r, helper_of);
+}
+END_TEST
+
+START_TEST(three_lost_in_one_group) {
+  static unsigned char lost[NODES];
+  ft__groups_t g;
+  char msg[256];
+  ck_assert_int_eq(ft__groups_form(NODES, NULL, K, M, &g, msg, sizeof(msg)),
+                   FT_OK);
+  int grp = g.ngroups - 1; /* the last group: with the leftover nodes */
+  memset(lost, 0, sizeof(lost));
+  for (int p = 0; p < M + 1; p++)
+    lost[g.members[grp][p]] = 1;
+  ft__groups_free(&g);
+  ft__restore_t r;
+  int *helper_of = NULL;
+  double secs;
+  int rc = plan(lost, &r, &helper_of, &secs);
+  printf("test_plan: %d nodes, %d lost in group %d: refused in %.3f s\n",
+         NODES, M + 1, grp, secs);
+  ck_assert_int_eq(rc, FT_ETOOMANY);
+  char want[64];
+  snprintf(want, sizeof(want), "group %d lost 3 chunks", grp);
+  ck_assert_msg(strstr(r.msg, want) && strstr(r.msg, "m=2") &&
+                    strstr(r.msg, "nothing was changed"),
+                "message: %s", r.msg);
+  release(&r, helper_of);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("plan");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120); /* a bound on a hang, not an expected time */
+  tcase_add_test(tc, one_lost_per_group);
+  tcase_add_test(tc, three_lost_in_one_group);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
