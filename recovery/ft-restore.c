@@ -108,11 +108,17 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
  * has nothing to protect yet.  Every rank learns the first failure. */
 static int lock_store(ft__restore_t *r, double wait_s) {
   int fd = -1, rc = FT_OK;
-  /* A store this restore will read must be this user's own (store.h). */
+  /* A store this restore will read must be this user's own (store.h):
+   * checked where it is (then its lock is never waited for), and again
+   * once it is locked, so that none put in its place after the first look
+   * is read (every directory down to it is then ours and private).  None:
+   * nothing is read here (a spare). */
   if (access(r->dir, F_OK) == 0)
     rc = ft__store_open_dir(r->store_root, r->dir, r->msg, sizeof(r->msg));
   if (rc == FT_OK)
     rc = ft__store_lock(r->dir, wait_s, &fd, r->msg, sizeof(r->msg));
+  if (rc == FT_OK)
+    rc = ft__store_open_dir(r->store_root, r->dir, r->msg, sizeof(r->msg));
   if (rc == FT_ENOENT) {
     r->msg[0] = '\0';
     rc = FT_OK;
