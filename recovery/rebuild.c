@@ -793,7 +793,7 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
              r->adopt[node] ? " (adopted: data only, re-sliced at relaunch)"
                             : "");
   for (int i = 0; i < r->size; i++)
-    if (!r->all[i].has_meta && r->all[i].epoch)
+    if (!r->all[i].has_meta && !r->all[i].meta_bad && r->all[i].epoch)
       printf("ft-restore: %s holds a stale store (layout epoch %llu, the "
              "newest is %llu): never read, cleared if it takes a lost "
              "node's place\n",

@@ -34,6 +34,7 @@ typedef struct ft__rnode {
   uint64_t layout;     /* its slots stamped [layout, epoch] are described */
   uint64_t pend_epoch; /* epoch of a pending layout (store.h), 0: none */
   uint64_t pend_layout; /* and its layout number */
+  int32_t pend_node;    /* and this node's index in it */
   uint64_t seen;        /* the highest epoch or layout number in the store */
   uint32_t flags, next_nnodes; /* of the metadata: FT_META_RESLICE, and the
                                 * node count of its re-sliced job */

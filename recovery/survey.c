@@ -57,16 +57,28 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
 }
 
 /* The epoch and layout of dir's pending layout (0: none).  One that is
- * there but cannot be read may describe the newest version: the node's
- * metadata counts as unreadable (the node as lost), never as without a
- * pending layout.  FT_ENOMEM only. */
+ * there but cannot be read may describe a copy here (pending_copy: one of
+ * a layout the metadata does not describe, or a slot that cannot be read):
+ * then the node's metadata counts as unreadable (the node as lost), never
+ * as without a pending layout.  Otherwise it describes nothing here and is
+ * ignored (the rebuild removes it).  FT_ENOMEM only.  After read_slots. */
+static int pending_copy(const ft__rnode_t *me) {
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if ((me->slot_rc[i] && me->slot_rc[i] != FT_ENOENT) ||
+        (ft__slot_held(me->slot_ok[i], me->state[i], me->version[i]) &&
+         me->vlayout[i] != me->layout))
+      return 1;
+  return 0;
+}
+
 static int read_pending(const ft__restore_t *r, ft__rnode_t *me,
                         ft__meta_t *tmp) {
   int rc = ft__meta_read_as(r->dir, FT_META_PENDING, tmp, NULL, 0);
   if (rc == FT_OK) {
     me->pend_epoch = tmp->epoch;
     me->pend_layout = tmp->layout;
-  } else if (rc != FT_ENOENT && rc != FT_ENOMEM) {
+    me->pend_node = (int32_t)tmp->node;
+  } else if (rc != FT_ENOENT && rc != FT_ENOMEM && pending_copy(me)) {
     snprintf(me->err_msg, sizeof(me->err_msg), "%s/%s: unreadable",
              r->dir, FT_META_PENDING);
     me->has_meta = 0;
@@ -128,12 +140,13 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
     me->run = r->meta->run;
     rc = read_members(r, me);
   }
+  read_slots(r, me);
   if (rc == FT_OK && me->has_meta) {
     ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
     rc = tmp ? read_pending(r, me, tmp) : FT_ENOMEM;
     ft__free(tmp);
   }
-  me->seen = max64(me->epoch, me->pend_epoch);
+  me->seen = max64(me->seen, max64(me->epoch, me->pend_epoch));
   if (rc == FT_ENOMEM)
     snprintf(me->err_msg, sizeof(me->err_msg),
              "%s: out of memory reading the metadata", r->dir);
@@ -141,7 +154,6 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
     me->err = rc;
   else if (rc != FT_OK && rc != FT_ENOENT)
     me->meta_bad = 1; /* unreadable: counted as lost (mark_damaged) */
-  read_slots(r, me);
 }
 
 /* The version slot i of n holds whole, 0 for none (store.h): only a copy
@@ -175,47 +187,61 @@ static uint64_t held_pending(const ft__rnode_t *n, int i) {
   return ft__slot_held(n->slot_ok[i], n->state[i], n->version[i]);
 }
 
-/* The restore rule (store.h) over the ranks with a store (spares left
- * out), and when epoch != 0 only those of that layout epoch; with pending,
- * over the copies made under each one's pending layout. */
-static int common_in(const ft__restore_t *r, uint64_t epoch, int pending,
-                     uint64_t *v) {
-  uint64_t *held = ft__calloc((size_t)r->size * FT_NSLOTS, sizeof(uint64_t));
+/* The version ft-restore restores (ft__newest_committed, store.h: a
+ * damaged or missing copy does not veto it) over the ranks with a store
+ * (spares left out); with pending, over the copies made under each one's
+ * pending layout.  When epoch != 0, only over the nodes of that layout
+ * epoch: those at it, and those whose pending layout is of it (an SMP
+ * killed between the commit of that layout's first version and its
+ * promotion), with their copies made under it. */
+static int committed_in(const ft__restore_t *r, uint64_t epoch, int pending,
+                        uint64_t *v) {
+  ft__slot_seen_t *seen =
+      ft__calloc((size_t)r->size * FT_NSLOTS, sizeof(ft__slot_seen_t));
   unsigned char *ignore = ft__calloc((size_t)r->size, 1);
-  if (!held || !ignore) {
-    ft__free(held), ft__free(ignore);
+  if (!seen || !ignore) {
+    ft__free(seen), ft__free(ignore);
     return FT_ENOMEM;
   }
   for (int i = 0; i < r->size; i++) {
     const ft__rnode_t *n = &r->all[i];
-    for (int s = 0; s < FT_NSLOTS; s++)
-      held[(size_t)i * FT_NSLOTS + s] =
-          pending ? held_pending(n, s) : held_in(n, s);
-    ignore[i] = !n->has_meta || (epoch && n->epoch != epoch);
+    int pend = epoch ? n->epoch != epoch : pending;
+    for (int s = 0; s < FT_NSLOTS; s++) {
+      ft__slot_seen_t *x = &seen[(size_t)i * FT_NSLOTS + (size_t)s];
+      x->held = pend ? held_pending(n, s) : held_in(n, s);
+      x->committed = x->held && n->state[s] == FT_SLOT_COMMITTED;
+      x->unusable = !n->slot_ok[s];
+    }
+    ignore[i] = !n->has_meta ||
+                (epoch && n->epoch != epoch && n->pend_epoch != epoch);
   }
-  *v = ft__newest_common(held, r->size, ignore);
-  ft__free(held), ft__free(ignore);
+  *v = ft__newest_committed(seen, r->size, ignore);
+  ft__free(seen), ft__free(ignore);
   return FT_OK;
 }
 
-static int common_version(const ft__restore_t *r, uint64_t epoch,
-                          uint64_t *v) {
-  return common_in(r, epoch, 0, v);
-}
-
 /* A launch that changed the layout wrote it as pending and stamped its
- * versions with the pending epoch (store.h).  When every node with a
- * store holds a newer version made under its pending layout than any made
- * under its current one, that version is the one to restore, and the
- * pending layout is what describes it: *use is 1, and every such rank
- * surveys again with it.  Otherwise the pending layout never committed a
- * version and is ignored (the rebuild drops it). */
+ * versions with the pending epoch (store.h).  When the version to restore
+ * counted over the copies made under the nodes' pending layouts (a node
+ * without one counting with its current metadata) is at least the one
+ * counted under their current layouts, and some pending layout describes
+ * it, that is the layout it was made in: *use is 1, and every rank with a
+ * pending layout surveys again with it.  Otherwise the pending layout
+ * never committed a version and is ignored (the rebuild removes it). */
 static int pending_newer(const ft__restore_t *r, int *use) {
   uint64_t cur = 0, pend = 0;
-  int rc = common_in(r, 0, 0, &cur);
+  int rc = committed_in(r, 0, 0, &cur);
   if (rc == FT_OK)
-    rc = common_in(r, 0, 1, &pend);
-  *use = rc == FT_OK && pend > cur;
+    rc = committed_in(r, 0, 1, &pend);
+  /* The same version may count in both (a node holding it COMMITTED makes
+   * the others' undescribed copies look damaged): the pending layout is
+   * the one when some node's pending layout describes its copy of it. */
+  int described = 0;
+  for (int i = 0; rc == FT_OK && pend && i < r->size; i++)
+    for (int s = 0; s < FT_NSLOTS; s++)
+      described |= r->all[i].has_meta && r->all[i].pend_epoch &&
+                   held_pending(&r->all[i], s) == pend;
+  *use = rc == FT_OK && pend >= cur && described;
   return rc;
 }
 
@@ -240,8 +266,8 @@ static int rightful(const ft__restore_t *r, int i, uint64_t newest,
     if (!o->has_meta || o->epoch != newest)
       continue;
     if (o->nnodes != n->nnodes || o->m != n->m || o->node == n->node ||
-        !same_copy(n, o, v))
-      return 0;
+        (holds(o, v) >= 0 && !same_copy(n, o, v)))
+      return 0; /* a newest node lacking v (its copy damaged) says nothing */
   }
   return 1;
 }
@@ -268,9 +294,11 @@ static int rightful_pending(const ft__restore_t *r, int i, uint64_t newest,
     if (!o->has_meta || o->epoch != newest)
       continue;
     int b = holds(o, v);
-    if (o->layout != n->pend_layout || b < 0 || o->step[b] != n->step[a] ||
-        o->vepoch[b] != n->vepoch[a] || o->vlayout[b] != n->vlayout[a])
+    if (o->layout != n->pend_layout || o->node == n->pend_node)
       return 0;
+    if (b >= 0 && (o->step[b] != n->step[a] || o->vepoch[b] != n->vepoch[a] ||
+                   o->vlayout[b] != n->vlayout[a]))
+      return 0; /* a newest node lacking v (its copy damaged) says nothing */
   }
   return 1;
 }
@@ -311,7 +339,7 @@ static int demote_stale(ft__restore_t *r) {
     if (r->all[i].has_meta && r->all[i].epoch > newest)
       newest = r->all[i].epoch;
   uint64_t v;
-  if (common_version(r, newest, &v))
+  if (committed_in(r, newest, 0, &v))
     return FT_ENOMEM;
   for (int i = 0; i < r->size; i++) {
     ft__rnode_t *n = &r->all[i];
@@ -435,33 +463,8 @@ static int share_hosts(ft__restore_t *r) {
              : FT_EMPI;
 }
 
-/* ft-restore's rule (store.h, ft__newest_committed) over the ranks with a
- * store: the newest version that counts as committed, whole or not. */
-static int committed_version(const ft__restore_t *r, uint64_t *v) {
-  ft__slot_seen_t *seen =
-      ft__calloc((size_t)r->size * FT_NSLOTS, sizeof(ft__slot_seen_t));
-  unsigned char *ignore = ft__calloc((size_t)r->size, 1);
-  if (!seen || !ignore) {
-    ft__free(seen), ft__free(ignore);
-    return FT_ENOMEM;
-  }
-  for (int i = 0; i < r->size; i++) {
-    const ft__rnode_t *n = &r->all[i];
-    for (int s = 0; s < FT_NSLOTS; s++) {
-      ft__slot_seen_t *x = &seen[(size_t)i * FT_NSLOTS + (size_t)s];
-      x->held = held_in(n, s);
-      x->committed = x->held && n->state[s] == FT_SLOT_COMMITTED;
-      x->unusable = !n->slot_ok[s];
-    }
-    ignore[i] = !n->has_meta;
-  }
-  *v = ft__newest_committed(seen, r->size, ignore);
-  ft__free(seen), ft__free(ignore);
-  return FT_OK;
-}
-
 static int pick_version(ft__restore_t *r) {
-  int rc = committed_version(r, &r->version);
+  int rc = committed_in(r, 0, 0, &r->version);
   if (rc)
     return ft__rsay(r, rc, "%s: out of memory choosing the version", r->host);
   if (!r->version)

@@ -391,14 +391,27 @@ static int read_pending(smp_t *s) {
   int rc = ft__meta_read_as(s->c->dir, FT_META_PENDING, s->pend, msg,
                             sizeof(msg));
   if (rc != FT_OK) {
-    /* It may describe the newest version: its copy here counts as
-     * damaged (refuse_discard), so that ft-restore rebuilds it. */
-    if (rc != FT_ENOENT)
-      FT_LOGW(&s->c->log, "%s; the versions made under it are damaged here",
-              msg);
-    s->damaged |= rc != FT_ENOENT;
     ft__free(s->pend);
     s->pend = NULL;
+  }
+  if (rc == FT_OK || rc == FT_ENOENT)
+    return FT_OK;
+  /* One that cannot be read may describe a copy here (a version of a
+   * layout the metadata does not describe, or a slot that failed
+   * validation): that copy counts as damaged (refuse_discard), so that
+   * ft-restore rebuilds it.  Otherwise it describes nothing: removed. */
+  int theirs = s->damaged;
+  for (int i = 0; i < FT_NSLOTS; i++)
+    theirs |= s->slot[i].map &&
+              ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED &&
+              s->slot[i].hdr->layout != s->meta->layout;
+  if (theirs) {
+    FT_LOGW(&s->c->log, "%s; the copies made under it are damaged here", msg);
+    s->damaged = 1;
+  } else if (ft__meta_drop_pending(s->c->dir, s->meta, msg, sizeof(msg)) ==
+             FT_OK) {
+    FT_LOGW(&s->c->log, "%s/%s could not be read and describes no copy "
+            "here: removed", s->c->dir, FT_META_PENDING);
   }
   return FT_OK;
 }
