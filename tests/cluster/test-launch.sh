@@ -71,3 +71,25 @@ grep -qx 'ft-launch: 1 node x (1 trainer + 1 SMP) = 2 ranks, job fromenv' "$WORK
 "$L" --ppn 1 -- sh -c 'exit 3' >"$WORK/st.out" 2>&1; rc=$?
 [ $rc -eq 3 ] || { cat "$WORK/st.out"; fail "a rank's exit 3 came back as $rc"; }
 ok "one node of P+1 ranks; FT_JOB default from the environment; exit status kept"
+
+# scripts/install-deps: one line per step; apt's output only when a step fails.
+mkdir -p "$WORK/fakebin"
+printf '#!/bin/sh\nexit 1\n' >"$WORK/fakebin/dpkg-query"
+printf '#!/bin/sh\nexec "$@"\n' >"$WORK/fakebin/sudo"
+cat >"$WORK/fakebin/apt-get" <<'EOS'
+#!/bin/sh
+i=0; while [ $i -lt 50 ]; do echo "apt noise $i: $*"; i=$((i + 1)); done
+[ -z "${FAKE_APT_FAIL:-}" ] || case "$*" in *install*) echo "E: Unable to locate package x" >&2; exit 100 ;; esac
+EOS
+chmod +x "$WORK/fakebin/"*
+PATH=$WORK/fakebin:$PATH "$SRC/scripts/install-deps" >"$WORK/deps.out" 2>&1 ||
+  { cat "$WORK/deps.out"; fail "install-deps with a working (fake) apt-get failed"; }
+! grep -q 'apt noise' "$WORK/deps.out" && [ "$(wc -l <"$WORK/deps.out")" -le 5 ] &&
+  [ "$(grep -vc '^install-deps: ' "$WORK/deps.out")" -eq 0 ] ||
+  { cat "$WORK/deps.out"; fail "install-deps is not one line per step"; }
+FAKE_APT_FAIL=1 PATH=$WORK/fakebin:$PATH "$SRC/scripts/install-deps" >"$WORK/deps.out" 2>&1 &&
+  { cat "$WORK/deps.out"; fail "install-deps succeeded although apt-get install failed"; }
+grep -q '^E: Unable to locate package x$' "$WORK/deps.out" && grep -q 'apt noise 49: .*install' "$WORK/deps.out" &&
+  grep -q '^install-deps: .*failed' "$WORK/deps.out" ||
+  { cat "$WORK/deps.out"; fail "a failed step does not show apt-get's full output"; }
+ok "install-deps: one line per step, apt-get's whole output when a step fails"
