@@ -50,7 +50,7 @@ HOLD_WHEN=step=8
 chaos hf kill-node h2
 finish
 expect_rc hf 0 "ft-launch --hostfile --restarts 1"
-expect_line hf "^ft-launch: job failed; host\(s\) of the job cannot run a command \('$SRC/scripts/ft-rsh HOST true' failed 2 times\): h2$" "h2 lost"
+expect_line hf "^ft-launch: \[\+[0-9.]+s\] job failed; host\(s\) of the job cannot run a command \('$SRC/scripts/ft-rsh HOST true' failed 2 times\): h2$" "h2 lost"
 expect_line hf '^ft-launch: lost host\(s\): h2; replacing them with spare\(s\) s1$' "s1 replaces h2"
 expect_line hf '^ft-launch: \[\+[0-9.]+s\] running ft-restore --mode replace on 4 node\(s\): h1 s1 h3 h4$' "ft-restore"
 expect_line hf '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "ft-restore rebuilds h2 on s1"
