@@ -22,8 +22,9 @@ int ft__restore_run(ft__restore_t *r) {
 static void report_json(const ft__restore_t *r, int status) {
   printf("{\"status\":\"%s\",\"code\":\"%s\",\"job\":\"%s\",\"version\":%llu,"
          "\"step\":%llu,\"lost\":[",
-         status == FT_OK ? (r->nlost || r->ncorrupt ? "restored" : "nothing")
-                         : "failed",
+         status == FT_OK
+             ? (r->nlost || r->ncorrupt || r->ndamaged ? "restored" : "nothing")
+             : "failed",
          ft_err_name(status), r->job, (unsigned long long)r->version,
          (unsigned long long)r->step);
   int first = 1;
@@ -32,9 +33,11 @@ static void report_json(const ft__restore_t *r, int status) {
       printf("%s\"%s\"", first ? "" : ",", r->hosts[node]);
       first = 0;
     }
-  printf("],\"corrupt_chunks\":%d,\"bytes_rebuilt\":%llu,\"seconds\":%.6f,"
+  printf("],\"corrupt_chunks\":%d,\"damaged_copies\":%d,\"cleared_slots\":%d,"
+         "\"bytes_rebuilt\":%llu,\"seconds\":%.6f,"
          "\"gbps\":%.3f,\"dry_run\":%s,\"message\":\"",
-         r->ncorrupt, (unsigned long long)r->bytes_rebuilt, r->seconds,
+         r->ncorrupt, r->ndamaged, r->ncleared,
+         (unsigned long long)r->bytes_rebuilt, r->seconds,
          r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
          r->opts.dry_run ? "true" : "false");
   for (const char *p = r->msg; *p; p++)
@@ -54,16 +57,22 @@ void ft__restore_report(const ft__restore_t *r, int status) {
     printf("ft-restore: %s\n", r->msg);
   } else if (r->opts.dry_run) {
     printf("ft-restore: dry run, nothing changed\n");
-  } else if (!r->nlost && !r->ncorrupt) {
+  } else if (!r->nlost && !r->ncorrupt && !r->ndamaged) {
     printf("ft-restore: every node holds version %llu (step %llu) whole: "
-           "nothing to do\n",
-           (unsigned long long)r->version, (unsigned long long)r->step);
+           "nothing to %s\n",
+           (unsigned long long)r->version, (unsigned long long)r->step,
+           r->ncleared ? "rebuild (damaged slots holding nothing to keep "
+                         "were removed)"
+                       : "do");
   } else {
+    char damaged[48] = "";
+    if (r->ndamaged)
+      snprintf(damaged, sizeof(damaged), "%d damaged copy(ies), ", r->ndamaged);
     printf("ft-restore: restored version %llu (step %llu): %d lost node(s), "
-           "%d corrupt chunk(s), %.1f MiB rebuilt in %.3f s (%.2f GB/s), "
+           "%d corrupt chunk(s), %s%.1f MiB rebuilt in %.3f s (%.2f GB/s), "
            "layout epoch %llu\n",
            (unsigned long long)r->version, (unsigned long long)r->step,
-           r->nlost, r->ncorrupt, (double)r->bytes_rebuilt / 1048576.0,
+           r->nlost, r->ncorrupt, damaged, (double)r->bytes_rebuilt / 1048576.0,
            r->seconds,
            r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
            (unsigned long long)r->epoch + 1);

@@ -7,9 +7,10 @@
  * chunk is ever staged whole.
  *
  * The owner of an erased chunk is the spare that replaces a lost node, or,
- * for a chunk that failed its CRC, the node that holds it.  Decode uses the
- * first k healthy chunks of the stripe and marks the other m as erased, so
- * the codec always solves with exactly k known chunks.
+ * for a chunk that failed its CRC or a member whose copy of the version is
+ * damaged or missing, the node that holds it (its slot made anew first).
+ * Decode uses the first k healthy chunks of the stripe and marks the other
+ * m as erased, so the codec always solves with exactly k known chunks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,15 +82,34 @@ static int wanted(const ft__restore_t *r, int g, int node, int role) {
          !(r->adopt[node] && role >= ft__group_k(r, g));
 }
 
-static void lost_list(const ft__restore_t *r, int g, char *out, size_t len) {
+/* The hosts of group g that are lost (damaged = 0) or whose copy of the
+ * version is damaged (damaged = 1), comma-separated. */
+static int erased_list(const ft__restore_t *r, int g, int damaged, char *out,
+                       size_t len) {
   size_t n = 0;
+  int count = 0;
   out[0] = '\0';
   for (int p = 0; p < r->gsize[g] && n < len; p++) {
-    int node = r->members[g][p];
-    if (r->rank_of_node[node] < 0)
-      n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "",
-                            r->hosts[node]);
+    int node = r->members[g][p], rank = r->rank_of_node[node];
+    if (damaged ? rank < 0 || !r->damaged[rank] : rank >= 0)
+      continue;
+    n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "",
+                          r->hosts[node]);
+    count++;
   }
+  return count;
+}
+
+static void lost_list(const ft__restore_t *r, int g, char *out, size_t len) {
+  char lost[256], damaged[256];
+  int nl = erased_list(r, g, 0, lost, sizeof(lost));
+  if (!erased_list(r, g, 1, damaged, sizeof(damaged)))
+    snprintf(out, len, "lost hosts [%s]", lost);
+  else if (nl)
+    snprintf(out, len, "lost hosts [%s], damaged copies on [%s]", lost,
+             damaged);
+  else
+    snprintf(out, len, "damaged copies on [%s]", damaged);
 }
 
 /* Every stripe must have at least k usable chunks. */
@@ -102,24 +122,29 @@ static int check_recoverable(ft__restore_t *r) {
         erased += ft__chunk_bad(r, ft__node_at(r, g, s, role), role);
       if (erased <= r->m)
         continue;
-      char lost[512];
+      char lost[600];
       lost_list(r, g, lost, sizeof(lost));
       return ft__rsay(r, FT_ETOOMANY,
-                 "group %d lost %d chunks of stripe %d but m=%d: lost hosts "
-                 "[%s]%s; version %llu (step %llu) cannot be rebuilt; "
-                 "nothing was changed",
-                 g, erased, s, r->m, lost,
-                 r->ncorrupt ? ", plus chunks that failed their CRC" : "",
-                 (unsigned long long)r->version, (unsigned long long)r->step);
+                      "group %d lost %d chunks of stripe %d but m=%d: %s%s; "
+                      "version %llu (step %llu) cannot be rebuilt; "
+                      "nothing was changed",
+                      g, erased, s, r->m, lost,
+                      r->ncorrupt ? ", plus chunks that failed their CRC" : "",
+                      (unsigned long long)r->version,
+                      (unsigned long long)r->step);
     }
   }
   return FT_OK;
 }
 
+/* Chunks that failed their CRC (a damaged copy's chunks are not counted:
+ * the whole copy is rebuilt). */
 static int count_corrupt(ft__restore_t *r) {
   int n = 0;
   for (int node = 0; node < r->nnodes; node++) {
     int rank = r->rank_of_node[node];
+    if (rank >= 0 && r->damaged[rank])
+      continue;
     for (int c = 0; rank >= 0 && c < FT_MAX_CHUNKS; c++)
       n += r->bad[(size_t)rank * FT_MAX_CHUNKS + (size_t)c];
   }
@@ -258,6 +283,88 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
         msg);
   }
   return rc;
+}
+
+/* ---- damaged copies ---- */
+
+/* A member whose copy of the version is damaged or missing is its own
+ * spare: its slot for the version is made anew, shaped from its own
+ * metadata and the group's code and chunk size, and stamped as the
+ * survivors' copies are; the rebuild decodes every chunk of it (data and
+ * parity) into it.  Its metadata stays. */
+static int reshape_damaged(ft__restore_t *r) {
+  const ft__meta_t *m = r->meta;
+  int g = (int)m->group, idx = (int)(r->version % FT_NSLOTS);
+  uint64_t bytes[FT_MAX_LOCAL];
+  for (uint32_t i = 0; i < m->nlocal && i < FT_MAX_LOCAL; i++)
+    bytes[i] = m->ranks[i].region_bytes;
+  ft__slot_geom_t geom;
+  char msg[512] = "";
+  int rc = ft__slot_geom_local(&geom, m->nlocal, bytes);
+  if (rc == FT_OK)
+    rc = ft__slot_geom_code(&geom, (uint32_t)ft__group_k(r, g), (uint32_t)r->m,
+                            r->chunk_of_group[g]);
+  if (rc != FT_OK)
+    return ft__rsay(r, rc,
+                    "%s: the metadata of %s does not fit the group's "
+                    "code (k=%d m=%d, chunk %llu bytes): its copy cannot be "
+                    "rebuilt in place",
+                    r->host, r->dir, ft__group_k(r, g), r->m,
+                    (unsigned long long)r->chunk_of_group[g]);
+  ft__slot_t *sl = &r->slot[idx];
+  if (sl->map)
+    ft__slot_close(sl);
+  rc = ft__slot_create(sl, r->dir, idx, r->job, &geom, msg, sizeof(msg));
+  if (rc)
+    return ft__rsay(r, rc, "%s: cannot rebuild its copy in place: %s", r->host,
+                    msg);
+  ft__slot_begin(sl, r->version, r->step, r->vepoch);
+  r->my_slot = idx;
+  return FT_OK;
+}
+
+/* Before a damaged copy is made anew: the holders' copies become
+ * COMMITTED (the SMP does the same to the version it restores).  The
+ * version may count as committed only because the damaged slots could not
+ * veto it (store.h); once made anew, such a slot reads fine without
+ * holding it, and an ft-restore cut short and run again would skip the
+ * version and roll back. */
+static int promote(ft__restore_t *r) {
+  if (r->my_slot >= 0 && !r->damaged[r->rank] &&
+      ft__slot_state(&r->slot[r->my_slot]) == FT_SLOT_ENCODED)
+    ft__slot_set_state(&r->slot[r->my_slot], FT_SLOT_COMMITTED);
+  return FT_OK;
+}
+
+/* Slot i of rank `rank` failed validation and holds nothing to keep: not
+ * the one the version is restored into, of a member that counts.  The
+ * newest version that counts as committed is the one restored, so what
+ * such a slot held was older or never committed (store.h); left there, it
+ * would make the relaunch refuse (runtime/smp.c, refuse_discard). */
+static int to_clear(const ft__restore_t *r, int rank, int i) {
+  const ft__rnode_t *n = &r->all[rank];
+  int target = r->damaged[rank] && i == (int)(r->version % FT_NSLOTS);
+  return n->has_meta && !target && n->slot_rc[i] &&
+         n->slot_rc[i] != FT_ENOENT && n->slot_rc[i] != FT_EMISMATCH;
+}
+
+static int count_cleared(const ft__restore_t *r) {
+  int n = 0;
+  for (int rank = 0; rank < r->size; rank++)
+    for (int i = 0; i < FT_NSLOTS; i++)
+      n += to_clear(r, rank, i);
+  return n;
+}
+
+static int clear_damaged(ft__restore_t *r) {
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    char path[FT_PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/slot%d", r->dir, i);
+    if (to_clear(r, r->rank, i) && unlink(path) != 0 && errno != ENOENT)
+      return ft__rsay(r, ft__from_errno(errno), "%s: unlink: %s", path,
+                      strerror(errno));
+  }
+  return FT_OK;
 }
 
 /* The slot an erased chunk of node is rebuilt into, on its owner. */
@@ -483,7 +590,7 @@ static int seal(ft__restore_t *r, int spare) {
   if (r->my_slot < 0)
     return FT_OK;
   ft__slot_t *sl = &r->slot[r->my_slot];
-  if (spare) {
+  if (spare || r->damaged[r->rank]) {
     commit_slot(sl);
     return FT_OK;
   }
@@ -634,6 +741,42 @@ static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
   return rc ? rc : grc;
 }
 
+/* Why rank i holds no whole copy of the version. */
+static void why_damaged(const ft__restore_t *r, int i, char *out, size_t len) {
+  const ft__rnode_t *n = &r->all[i];
+  int s = (int)(r->version % FT_NSLOTS);
+  if (n->slot_rc[s] == FT_ENOENT)
+    snprintf(out, len, "slot%d is missing", s);
+  else if (n->slot_rc[s])
+    snprintf(out, len, "%s", n->slot_msg[s]);
+  else
+    snprintf(out, len, "slot%d holds version %llu (%s)", s,
+             (unsigned long long)n->version[s],
+             ft__slot_state_name(n->state[s]));
+}
+
+static void print_damage(const ft__restore_t *r) {
+  char why[256];
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    if (n->meta_bad)
+      printf("ft-restore: %s: unreadable metadata (%s): its node counts as "
+             "lost\n",
+             n->host, n->err_msg);
+    if (r->damaged[i]) {
+      why_damaged(r, i, why, sizeof(why));
+      printf("ft-restore: damaged copy of version %llu on %s (node %d, group "
+             "%d position %d): %s; rebuilt in place\n",
+             (unsigned long long)r->version, n->host, n->node, n->group, n->pos,
+             why);
+    }
+    for (int s = 0; s < FT_NSLOTS; s++)
+      if (to_clear(r, i, s))
+        printf("ft-restore: %s: %s; it holds no version to keep: removed\n",
+               n->host, n->slot_msg[s]);
+  }
+}
+
 static void print_plan(const ft__restore_t *r, const int *helper_of) {
   if (r->rank != 0 || r->opts.json)
     return;
@@ -659,6 +802,7 @@ static void print_plan(const ft__restore_t *r, const int *helper_of) {
       printf("ft-restore: %s is still at layout epoch %llu (a restore cut "
              "short?): its metadata is written again\n",
              r->all[i].host, (unsigned long long)r->all[i].epoch);
+  print_damage(r);
   if (r->ncorrupt)
     printf("ft-restore: %d chunk(s) failed their CRC and will be rebuilt\n",
            r->ncorrupt);
@@ -685,6 +829,7 @@ int ft__rebuild(ft__restore_t *r) {
     goto out;
   assign_helpers(r, helper_of);
   r->ncorrupt = count_corrupt(r);
+  r->ncleared = count_cleared(r);
   rc = check_recoverable(r);
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++)
     if (r->rank_of_node[node] < 0 && helper_of[node] < 0)
@@ -696,7 +841,8 @@ int ft__rebuild(ft__restore_t *r) {
                    r->nlost);
   if (rc == FT_OK)
     print_plan(r, helper_of);
-  if (rc || r->opts.dry_run || (!r->nlost && !r->ncorrupt && !r->resync))
+  if (rc || r->opts.dry_run ||
+      (!r->nlost && !r->ncorrupt && !r->resync && !r->ndamaged && !r->ncleared))
     goto out;
   double t0 = MPI_Wtime();
   /* Adopted stores are copies decoded from the version's stripes: an
@@ -719,6 +865,10 @@ int ft__rebuild(ft__restore_t *r) {
     table = NULL;
     rc = ft__ragree(r, lrc);
   }
+  if (rc == FT_OK && r->ndamaged) /* everywhere before any copy is made */
+    rc = ft__ragree(r, promote(r));
+  if (rc == FT_OK)
+    rc = ft__ragree(r, r->damaged[r->rank] ? reshape_damaged(r) : FT_OK);
   if (rc == FT_OK)
     rc = ft__ragree(r, rebuild_all(r, helper_of));
   int is_spare = 0;
@@ -726,6 +876,8 @@ int ft__rebuild(ft__restore_t *r) {
     is_spare |= helper_of[node] == r->rank && !r->adopt[node];
   if (rc == FT_OK)
     rc = ft__ragree(r, seal(r, is_spare));
+  if (rc == FT_OK)
+    rc = ft__ragree(r, clear_damaged(r));
   if (rc == FT_OK)
     rc = ft__ragree(r, adopting(r) ? write_reslice(r, spare_meta, helper_of)
                                    : write_epoch(r, spare_meta, helper_of));

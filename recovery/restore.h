@@ -1,10 +1,11 @@
 /*
  * ft-restore's engine (docs/design.md section 7).  One MPI rank per node of the
  * new node set (survivors, plus spares in replace mode) surveys its local
- * store; together they agree on the layout and on the newest version every
- * survivor holds committed, find the lost nodes and the corrupted chunks,
- * decode what is missing from the survivors with ISA-L, place it, recompute
- * lost parity, and write a new layout epoch.
+ * store; together they agree on the layout and on the newest version that
+ * counts as committed (snapshot/store.h, ft__newest_committed), find the
+ * lost nodes, the survivors whose copy of it is damaged or missing, and the
+ * corrupted chunks, decode what is missing from the survivors with ISA-L,
+ * place it, recompute lost parity, and write a new layout epoch.
  *
  * Nothing is changed before the whole plan is known to be recoverable: more
  * than m erasures in any stripe is refused (FT_ETOOMANY) with the survivors'
@@ -42,6 +43,13 @@ typedef struct ft__rnode {
   int16_t members[FT_RESTORE_MAX_GROUP]; /* node of each group position */
   char host[FT_NAME_MAX];
   char err_msg[256];
+  /* Damaged copies (survey.c read_slots): why a slot was not read (0: it
+   * was; FT_ENOENT: missing), and whether the metadata was unreadable
+   * (err_msg says why): then the node counts as lost, and this rank as a
+   * node without a store that can take its place. */
+  int32_t slot_rc[FT_NSLOTS];
+  int32_t meta_bad;
+  char slot_msg[FT_NSLOTS][192];
 } ft__rnode_t;
 
 typedef enum { FT_RESTORE_REPLACE = 0, FT_RESTORE_SHRINK = 1 } ft__rmode_t;
@@ -96,6 +104,14 @@ typedef struct ft__restore {
   unsigned char *adopt; /* [nnodes] a lost node's data is adopted by a
                          * survivor (data only, re-sliced at relaunch)
                          * rather than rebuilt whole on a spare */
+  /* Members that count and lack a whole copy of the version (their slot
+   * failed validation, is missing, or holds another version): erasures of
+   * every stripe of their group, rebuilt in place (survey.c mark_damaged,
+   * rebuild.c reshape_damaged). */
+  unsigned char *damaged; /* [size] */
+  int ndamaged;
+  int ncleared; /* slots that failed validation and hold nothing to keep:
+                 * removed, so that the relaunch finds none (rebuild.c) */
   /* results */
   int nlost, ncorrupt;
   uint64_t bytes_rebuilt;
@@ -104,7 +120,8 @@ typedef struct ft__restore {
 } ft__restore_t;
 
 /* Is the chunk with this role (0..k-1 data, k.. parity) of node unusable:
- * the node is lost or the chunk failed its CRC? */
+ * the node is lost, its copy of the version is damaged, or the chunk
+ * failed its CRC? */
 int ft__chunk_bad(const ft__restore_t *r, int node, int role);
 
 /* ft__msgf into r->msg (ft__vmsgf): the restore's one message, which

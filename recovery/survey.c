@@ -2,8 +2,9 @@
  * The survey: every rank reads its own store, the summaries are allgathered
  * and every rank derives the same picture from them: the stored layout
  * (nodes, groups, positions, hosts), which nodes are lost, which ranks are
- * spares, the version to restore (the newest one every survivor holds at
- * least ENCODED) and which chunks of it fail their CRC.
+ * spares, the version to restore (the newest one that counts as committed:
+ * store.h, ft__newest_committed), which members lost or damaged their copy
+ * of it, and which chunks of it fail their CRC.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,6 +71,26 @@ static uint64_t pending_epoch(const ft__restore_t *r, ft__meta_t *tmp) {
              : 0;
 }
 
+/* This node's slots: what each holds, or why it could not be read (a
+ * damaged or missing copy is rebuilt in place, mark_damaged). */
+static void read_slots(ft__restore_t *r, ft__rnode_t *me) {
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    if (r->slot[i].map)
+      ft__slot_close(&r->slot[i]); /* read again with the pending layout */
+    r->slot[i].fd = -1;
+    me->slot_rc[i] = ft__slot_open(&r->slot[i], r->dir, i, r->job,
+                                   me->slot_msg[i], sizeof(me->slot_msg[i]));
+    if (me->slot_rc[i])
+      continue;
+    me->slot_ok[i] = 1;
+    me->version[i] = r->slot[i].hdr->version;
+    me->step[i] = r->slot[i].hdr->step;
+    me->vepoch[i] = r->slot[i].hdr->epoch;
+    me->chunk[i] = r->slot[i].hdr->chunk_bytes;
+    me->state[i] = ft__slot_state(&r->slot[i]);
+  }
+}
+
 /* This rank's store: its metadata (the pending layout's when pending) and
  * slots. */
 static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
@@ -108,22 +129,11 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
   if (rc == FT_ENOMEM)
     snprintf(me->err_msg, sizeof(me->err_msg),
              "%s: out of memory reading the metadata", r->dir);
-  if (rc != FT_OK && rc != FT_ENOENT)
+  if (rc == FT_ENOMEM)
     me->err = rc;
-  for (int i = 0; i < FT_NSLOTS; i++) {
-    char msg[256];
-    if (r->slot[i].map)
-      ft__slot_close(&r->slot[i]); /* read again with the pending layout */
-    r->slot[i].fd = -1;
-    if (ft__slot_open(&r->slot[i], r->dir, i, r->job, msg, sizeof(msg)))
-      continue;
-    me->slot_ok[i] = 1;
-    me->version[i] = r->slot[i].hdr->version;
-    me->step[i] = r->slot[i].hdr->step;
-    me->vepoch[i] = r->slot[i].hdr->epoch;
-    me->chunk[i] = r->slot[i].hdr->chunk_bytes;
-    me->state[i] = ft__slot_state(&r->slot[i]);
-  }
+  else if (rc != FT_OK && rc != FT_ENOENT)
+    me->meta_bad = 1; /* unreadable: counted as lost (mark_damaged) */
+  read_slots(r, me);
 }
 
 /* The version slot i of n holds whole, 0 for none (store.h): only a copy
@@ -380,15 +390,40 @@ static int share_hosts(ft__restore_t *r) {
              : FT_EMPI;
 }
 
+/* ft-restore's rule (store.h, ft__newest_committed) over the ranks with a
+ * store: the newest version that counts as committed, whole or not. */
+static int committed_version(const ft__restore_t *r, uint64_t *v) {
+  ft__slot_seen_t *seen =
+      ft__calloc((size_t)r->size * FT_NSLOTS, sizeof(ft__slot_seen_t));
+  unsigned char *ignore = ft__calloc((size_t)r->size, 1);
+  if (!seen || !ignore) {
+    ft__free(seen), ft__free(ignore);
+    return FT_ENOMEM;
+  }
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    for (int s = 0; s < FT_NSLOTS; s++) {
+      ft__slot_seen_t *x = &seen[(size_t)i * FT_NSLOTS + (size_t)s];
+      x->held = held_in(n, s);
+      x->committed = x->held && n->state[s] == FT_SLOT_COMMITTED;
+      x->unusable = !n->slot_ok[s];
+    }
+    ignore[i] = !n->has_meta;
+  }
+  *v = ft__newest_committed(seen, r->size, ignore);
+  ft__free(seen), ft__free(ignore);
+  return FT_OK;
+}
+
 static int pick_version(ft__restore_t *r) {
-  int rc = common_version(r, 0, &r->version);
+  int rc = committed_version(r, &r->version);
   if (rc)
     return ft__rsay(r, rc, "%s: out of memory choosing the version", r->host);
   if (!r->version)
     return ft__rsay(r, FT_ENOSNAPSHOT,
-               "no version of job '%s' is held committed by every surviving "
-               "node",
-               r->job);
+                    "no surviving node holds a committed version of job '%s' "
+                    "whole",
+                    r->job);
   const ft__rnode_t *ref = NULL;
   for (int i = 0; i < r->size; i++) {
     const ft__rnode_t *n = &r->all[i];
@@ -425,6 +460,25 @@ static int check_chunks(ft__restore_t *r) {
   if (MPI_Allgather(mine, FT_MAX_CHUNKS, MPI_BYTE, r->bad, FT_MAX_CHUNKS,
                     MPI_BYTE, r->comm) != MPI_SUCCESS)
     return FT_EMPI;
+  return FT_OK;
+}
+
+/* A member that counts and lacks a whole copy of the version lost or
+ * damaged it: every chunk of its copy is an erasure (as a lost node's), to
+ * be rebuilt into its own slot.  Every rank derives the same from the
+ * survey.  After check_chunks, whose allgather fills r->bad. */
+static int mark_damaged(ft__restore_t *r) {
+  r->damaged = ft__calloc((size_t)r->size, 1);
+  if (!r->damaged)
+    return ft__rsay(r, FT_ENOMEM, "%s: out of memory planning the rebuild",
+                    r->host);
+  for (int i = 0; i < r->size; i++) {
+    if (!r->all[i].has_meta || holds(&r->all[i], r->version) >= 0)
+      continue;
+    r->damaged[i] = 1;
+    r->ndamaged++;
+    memset(r->bad + (size_t)i * FT_MAX_CHUNKS, 1, FT_MAX_CHUNKS);
+  }
   return FT_OK;
 }
 
@@ -542,5 +596,7 @@ int ft__survey(ft__restore_t *r) {
     rc = ft__ragree(r, pick_version(r));
   if (rc == FT_OK)
     rc = check_chunks(r);
+  if (rc == FT_OK)
+    rc = ft__ragree(r, mark_damaged(r));
   return rc;
 }

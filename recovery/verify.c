@@ -143,6 +143,13 @@ int ft__verify(ft__restore_t *r) {
       return ft__rsay(r, FT_EINVAL,
                       "--verify needs every node of the layout; %s is missing",
                       r->hosts[node]);
+  for (int i = 0; i < r->size; i++)
+    if (r->damaged[i])
+      return ft__rsay(r, FT_EINVAL,
+                      "--verify needs every node's copy of version %llu; the "
+                      "one on %s is damaged or missing (ft-restore without "
+                      "--verify rebuilds it)",
+                      (unsigned long long)r->version, r->all[i].host);
   size_t piece = r->piece_bytes;
   int widest = 0;
   for (int g = 0; g < r->ngroups; g++)

@@ -323,6 +323,13 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
 
 static int form_groups(smp_t *s) {
   MPI_Comm_size(s->c->smp_comm, &s->nnodes);
+  /* The one fixed limit of the layout: the host table of the metadata.
+   * Every SMP sees the same count: all refuse, before any collective. */
+  if (s->nnodes > FT_MAX_NODES)
+    return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
+                    "the job has %d nodes; ftrt supports at most %d "
+                    "(FT_MAX_NODES, snapshot/store.h)",
+                    s->nnodes, FT_MAX_NODES);
   node_id_t *all = NULL;
   const char **domains = NULL;
   int k = 1, m = 0, any = 0;
@@ -431,9 +438,12 @@ static int open_store(smp_t *s) {
     return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
                     "%s/meta: out of memory to read it", c->dir);
   rc = ft__meta_read(c->dir, s->meta, s->msg, sizeof(s->msg));
-  if (rc == FT_ENOENT) {
+  if (rc != FT_OK) { /* none, or unreadable: nothing of it is offered to
+                      * the other SMPs (ft-restore rebuilds this node) */
     ft__free(s->meta);
     s->meta = NULL;
+  }
+  if (rc == FT_ENOENT) {
     s->msg[0] = '\0';
     rc = FT_OK;
   }
@@ -472,8 +482,12 @@ static uint64_t newest_committed(const smp_t *s) {
  * (best, 0 for none) is older than one a node holds COMMITTED (some node
  * lost or damaged its copy), or when a slot is damaged (it may have held
  * the newest committed version) and a newer version than best, or none at
- * all, is what the nodes hold.  FT_FRESH=1 is the explicit way to start
- * over. */
+ * all, is what the nodes hold.  The way on is ft-restore (ft-launch
+ * --restarts runs it): it rebuilds every copy a live node lost or damaged
+ * of the newest version that counts as committed, and removes damaged
+ * slots that hold nothing to keep, after which this refuses no more; or it
+ * refuses (exit 3, nothing changed).  FT_ALLOW_ROLLBACK=1 and FT_FRESH=1
+ * are the explicit ways to give versions up. */
 static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
   uint64_t committed = 0, intact = 0, newest = 0, allowed = 0;
   int rc = min_u64(s, ~newest_committed(s), &committed, "restore agreement");
@@ -521,8 +535,8 @@ static int refuse_discard(smp_t *s, const uint64_t *all, uint64_t best) {
              (unsigned long long)best);
   return ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
                   "job '%s': %s, but %s (versions per node, 0 = none: %s). "
-                  "Nothing was started, nothing changed. ft-restore cannot "
-                  "rebuild a copy that a live node lost or damaged yet; %s"
+                  "Nothing was started, nothing changed. Run ft-restore to "
+                  "rebuild the lost or damaged copies (--restarts does); %s"
                   "`--fresh` (FT_FRESH=1) starts over and discards it all",
                   s->c->cfg.job, what, held, found, older);
 }
@@ -887,11 +901,13 @@ static int same_geom(const ft__slot_t *sl, const ft__slot_geom_t *g) {
          memcmp(h->rank_bytes, g->rank_bytes, sizeof(h->rank_bytes)) == 0;
 }
 
-/* Slot v % 2 may be overwritten: the other slot holds v-1 committed. */
+/* Slot v % 2 may be overwritten: the other slot holds v-1 committed.  A
+ * slot whose header went bad while mapped is made anew (its writers never
+ * bless a damaged header with a new checksum, store.h). */
 static int prepare(smp_t *s, uint64_t v) {
   int i = (int)(v % FT_NSLOTS);
   ft__slot_t *sl = &s->slot[i];
-  if (!same_geom(sl, &s->geom)) {
+  if (!same_geom(sl, &s->geom) || !ft__slot_intact(sl)) {
     if (sl->map)
       ft__slot_close(sl);
     int rc = ft__slot_create(sl, s->c->dir, i, s->c->cfg.job, &s->geom, s->msg,
@@ -922,6 +938,9 @@ static void encode_midway(void *arg) {
 static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
   if (s->m == 0)
     return FT_OK;
+  /* The data CRCs are computed on the way out, then written to the header
+   * through the store, which keeps its checksum. */
+  uint64_t data_crc[FT_MAX_CHUNKS];
   ft__exchange_t x = {
       .comm = s->c->smp_comm,
       .members = s->groups.members[s->group],
@@ -933,12 +952,14 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
       .piece_bytes = s->c->cfg.piece_bytes,
       .data = ft__slot_chunk(sl, 0),
       .parity = ft__slot_chunk(sl, sl->hdr->k),
-      .data_crc = sl->hdr->crc,
+      .data_crc = data_crc,
       .timeout_s = s->c->cfg.timeout_s,
       .midway = encode_midway,
       .midway_arg = s,
   };
   int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
+  if (rc == FT_OK)
+    ft__slot_set_data_crcs(sl, data_crc);
   st->last_transfer = x.t_transfer;
   st->last_encode = x.t_encode;
   st->last_crc += x.t_crc;
@@ -994,7 +1015,7 @@ static int protect(smp_t *s, uint64_t v) {
   for (int i = 0; i < s->c->nlocal; i++)
     if (s->ctl->rank[i].written_status != FT_OK)
       return s->ctl->rank[i].written_status;
-  sl->hdr->step = ft__load64(&s->ctl->rank[0].step);
+  ft__slot_set_step(sl, ft__load64(&s->ctl->rank[0].step));
   uint32_t hold = ft__hold_gate(s->ctl, &s->ctl->smp_gate_step, sl->hdr->step,
                                 SMP_HOLDS);
   ft__store32(&s->ctl->phase, FT_PHASE_CRC);

@@ -4,9 +4,11 @@
  * A slot file is sized once for its geometry and then reused: the header page
  * records where every local rank's region starts, how the data region is cut
  * into k chunks and where this node's m parity chunks live, and one CRC64 per
- * chunk.  The state word is the only field that changes while others read,
- * so it alone is accessed with atomics; the SMP writes every other field
- * before the release store of the state that publishes them.
+ * chunk, all under a CRC64 of the header itself.  The state word is the
+ * only field that changes while others read, so it alone is accessed with
+ * atomics and it checks itself instead (store.h says why); the SMP writes
+ * every other field, and the header CRC after it, before the release store
+ * of the state that publishes them.
  *
  * Readers never trust a file: ft__slot_validate and ft__meta_decode check
  * every size and offset against the real file length before anything is
@@ -18,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -127,6 +130,60 @@ static int check_regions(const ft__slot_hdr_t *h, size_t file_bytes,
   return check_ranks(h, path, msg, msglen);
 }
 
+/* ---- the header checksum and the state word ---- */
+
+uint32_t ft__slot_state_word(uint32_t state) {
+  return (state & 0xffffu) | (~state & 0xffffu) << 16;
+}
+
+uint32_t ft__slot_state_decode(uint32_t word) {
+  uint32_t state = word & 0xffffu;
+  if (word >> 16 != (~state & 0xffffu) || state > FT_SLOT_COMMITTED)
+    return FT_SLOT_STATE_INVALID;
+  return state;
+}
+
+/* Covered: [magic, state_word) and [job, filled_ns). */
+uint64_t ft__slot_hdr_crc(const ft__slot_hdr_t *h) {
+  const uint8_t *p = (const uint8_t *)h;
+  size_t a = offsetof(ft__slot_hdr_t, state_word);
+  size_t b = offsetof(ft__slot_hdr_t, job);
+  size_t e = offsetof(ft__slot_hdr_t, filled_ns);
+  return ft__crc64(ft__crc64(0, p, a), p + b, e - b);
+}
+
+/* Magic, format, checksum and state word: what says whether the rest of the
+ * header can be believed at all. */
+static int check_identity(const ft__slot_hdr_t *h, const char *path, char *msg,
+                          size_t msglen) {
+  if (memcmp(h->magic, SLOT_MAGIC, 8) != 0)
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: bad magic, not an ftrt slot",
+                    path);
+  /* Formats before 4 wrote no checksum: there, hdr_crc's bytes are 0. */
+  if (h->format != FT_SLOT_FORMAT && h->hdr_crc == 0)
+    return ft__msgf(FT_EMISMATCH, msg, msglen,
+                    "%s: store format %u (an older ftrt's, without a header "
+                    "checksum), this ftrt reads format %u",
+                    path, h->format, FT_SLOT_FORMAT);
+  uint64_t crc = ft__slot_hdr_crc(h);
+  if (crc != h->hdr_crc)
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: header checksum mismatch (stored %016llx, computed "
+                    "%016llx): the slot header is damaged",
+                    path, (unsigned long long)h->hdr_crc,
+                    (unsigned long long)crc);
+  if (h->format != FT_SLOT_FORMAT)
+    return ft__msgf(FT_EMISMATCH, msg, msglen,
+                    "%s: store format %u, this ftrt reads format %u", path,
+                    h->format, FT_SLOT_FORMAT);
+  if (ft__slot_state_decode(h->state_word) == FT_SLOT_STATE_INVALID)
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: invalid slot state word %08x: the slot header is "
+                    "damaged",
+                    path, h->state_word);
+  return FT_OK;
+}
+
 int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
                       const char *path, char *msg, size_t msglen) {
   if (file_bytes < sizeof(ft__slot_hdr_t))
@@ -135,16 +192,9 @@ int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
                     path, file_bytes);
   ft__slot_hdr_t h;
   memcpy(&h, image, sizeof(h));
-  if (memcmp(h.magic, SLOT_MAGIC, 8) != 0)
-    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: bad magic, not an ftrt slot",
-                    path);
-  if (h.format != FT_STORE_FORMAT)
-    return ft__msgf(FT_EMISMATCH, msg, msglen,
-                    "%s: store format %u, this ftrt reads format %u", path,
-                    h.format, FT_STORE_FORMAT);
-  if (h.state > FT_SLOT_COMMITTED)
-    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: invalid slot state %u", path,
-                    h.state);
+  int rc = check_identity(&h, path, msg, msglen);
+  if (rc)
+    return rc;
   if (memchr(h.job, '\0', sizeof(h.job)) == NULL ||
       (job && strcmp(h.job, job) != 0))
     return ft__msgf(FT_EMISMATCH, msg, msglen,
@@ -174,7 +224,8 @@ static void write_header(ft__slot_hdr_t *h, const char *job,
                          const ft__slot_geom_t *g) {
   memset(h, 0, sizeof(*h));
   memcpy(h->magic, SLOT_MAGIC, 8);
-  h->format = FT_STORE_FORMAT;
+  h->format = FT_SLOT_FORMAT;
+  h->state_word = ft__slot_state_word(FT_SLOT_EMPTY);
   snprintf(h->job, sizeof(h->job), "%s", job);
   h->seg_bytes = g->seg_bytes;
   h->data_off = g->data_off;
@@ -187,6 +238,7 @@ static void write_header(ft__slot_hdr_t *h, const char *job,
   h->nlocal = g->nlocal;
   memcpy(h->rank_off, g->rank_off, sizeof(h->rank_off));
   memcpy(h->rank_bytes, g->rank_bytes, sizeof(h->rank_bytes));
+  h->hdr_crc = ft__slot_hdr_crc(h);
 }
 
 int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
@@ -254,17 +306,33 @@ void ft__slot_close(ft__slot_t *s) {
 }
 
 uint32_t ft__slot_state(const ft__slot_t *s) {
-  return __atomic_load_n(&s->hdr->state, __ATOMIC_ACQUIRE);
+  return ft__slot_state_decode(
+      __atomic_load_n(&s->hdr->state_word, __ATOMIC_ACQUIRE));
 }
 
 void ft__slot_set_state(ft__slot_t *s, uint32_t state) {
   if (state == FT_SLOT_COMMITTED)
     s->hdr->committed_ns = now_ns();
-  __atomic_store_n(&s->hdr->state, state, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->hdr->state_word, ft__slot_state_word(state),
+                   __ATOMIC_RELEASE);
+}
+
+int ft__slot_intact(const ft__slot_t *s) {
+  return s->hdr->hdr_crc == ft__slot_hdr_crc(s->hdr) &&
+         ft__slot_state(s) != FT_SLOT_STATE_INVALID;
+}
+
+/* After a change to covered fields by the one writer: a new checksum, if
+ * the header was intact before the change (ft__slot_intact, taken by the
+ * caller first). */
+static void reseal(ft__slot_t *s, int was_intact) {
+  if (was_intact)
+    s->hdr->hdr_crc = ft__slot_hdr_crc(s->hdr);
 }
 
 void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
                     uint64_t epoch) {
+  int intact = ft__slot_intact(s);
   /* Drop to EMPTY before touching the identity fields, so a crash between
    * the stores never leaves a FILLING slot claiming an older version. */
   ft__slot_set_state(s, FT_SLOT_EMPTY);
@@ -273,7 +341,20 @@ void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
   s->hdr->epoch = epoch;
   s->hdr->filled_ns = now_ns();
   s->hdr->committed_ns = 0;
+  reseal(s, intact);
   ft__slot_set_state(s, FT_SLOT_FILLING);
+}
+
+void ft__slot_set_step(ft__slot_t *s, uint64_t step) {
+  int intact = ft__slot_intact(s);
+  s->hdr->step = step;
+  reseal(s, intact);
+}
+
+void ft__slot_set_data_crcs(ft__slot_t *s, const uint64_t *crc) {
+  int intact = ft__slot_intact(s);
+  memcpy(s->hdr->crc, crc, (size_t)s->hdr->k * sizeof(uint64_t));
+  reseal(s, intact);
 }
 
 /* ---- chunks and CRCs ---- */
@@ -290,13 +371,17 @@ uint64_t ft__slot_chunk_crc(const ft__slot_t *s, uint32_t chunk) {
 }
 
 void ft__slot_seal_data(ft__slot_t *s) {
+  int intact = ft__slot_intact(s);
   for (uint32_t c = 0; c < s->hdr->k; c++)
     s->hdr->crc[c] = ft__slot_chunk_crc(s, c);
+  reseal(s, intact);
 }
 
 void ft__slot_seal_parity(ft__slot_t *s) {
+  int intact = ft__slot_intact(s);
   for (uint32_t c = s->hdr->k; c < s->hdr->k + s->hdr->m; c++)
     s->hdr->crc[c] = ft__slot_chunk_crc(s, c);
+  reseal(s, intact);
 }
 
 int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
@@ -323,7 +408,9 @@ int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
 }
 
 uint64_t ft__slot_held(int open, uint32_t state, uint64_t version) {
-  return open && state >= FT_SLOT_ENCODED ? version : 0;
+  return open && (state == FT_SLOT_ENCODED || state == FT_SLOT_COMMITTED)
+             ? version
+             : 0;
 }
 
 void ft__slots_held(const ft__slot_t sl[FT_NSLOTS], uint64_t held[FT_NSLOTS]) {
@@ -354,6 +441,47 @@ uint64_t ft__newest_common(const uint64_t *held, int nnodes,
         best = v;
     }
   return best;
+}
+
+/* Does v count as committed over the counted nodes (store.h)? */
+static int counts_committed(const ft__slot_seen_t *seen, int nnodes,
+                            const unsigned char *ignore, uint64_t v) {
+  int committed = 0, vetoed = 0;
+  for (int n = 0; n < nnodes; n++) {
+    if (ignore && ignore[n])
+      continue;
+    const ft__slot_seen_t *row = &seen[(size_t)n * FT_NSLOTS];
+    int has = 0;
+    for (int i = 0; i < FT_NSLOTS; i++)
+      if (row[i].held == v) {
+        has = 1;
+        committed |= row[i].committed;
+      }
+    vetoed |= !has && !row[v % FT_NSLOTS].unusable;
+  }
+  return committed || !vetoed;
+}
+
+/* The newest version some counted node holds below `below` (of any
+ * number when below is 0), 0 for none. */
+static uint64_t next_candidate(const ft__slot_seen_t *seen, int nnodes,
+                               const unsigned char *ignore, uint64_t below) {
+  uint64_t best = 0;
+  for (int n = 0; n < nnodes; n++)
+    for (int i = 0; i < FT_NSLOTS && !(ignore && ignore[n]); i++) {
+      uint64_t v = seen[(size_t)n * FT_NSLOTS + (size_t)i].held;
+      if ((!below || v < below) && v > best)
+        best = v;
+    }
+  return best;
+}
+
+uint64_t ft__newest_committed(const ft__slot_seen_t *seen, int nnodes,
+                              const unsigned char *ignore) {
+  uint64_t v = next_candidate(seen, nnodes, ignore, 0);
+  while (v && !counts_committed(seen, nnodes, ignore, v))
+    v = next_candidate(seen, nnodes, ignore, v);
+  return v;
 }
 
 /* ---- metadata ---- */
@@ -846,8 +974,44 @@ int ft__store_clear(const char *dir, char *msg, size_t msglen) {
   return ft__store_remove_adopted(dir, msg, msglen);
 }
 
+/* Remove every entry of the adopted store sub (files only: what ftrt
+ * writes there, temporary files of a write cut short included), then sub.
+ * A link or file named like one is removed, never followed. */
+static int remove_adopted_dir(int dfd, const char *name, const char *sub,
+                              char *msg, size_t msglen) {
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
+    return unlinkat(dfd, name, 0) == 0 || errno == ENOENT
+               ? FT_OK
+               : ft__msgf(ft__from_errno(errno), msg, msglen,
+                          "%s: unlink: %s", sub, strerror(errno));
+  if (fd < 0)
+    return errno == ENOENT ? FT_OK
+                           : ft__msgf(ft__from_errno(errno), msg, msglen,
+                                      "%s: open: %s", sub, strerror(errno));
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: opendir: %s",
+                    sub, strerror(errno));
+  }
+  int rc = FT_OK;
+  struct dirent *e;
+  while (rc == FT_OK && (e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT)
+      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: unlink: %s",
+                    sub, e->d_name, strerror(errno));
+  }
+  closedir(d);
+  if (rc == FT_OK && unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s", sub,
+                  strerror(errno));
+  return rc;
+}
+
 int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
-  static const char *const files[] = {"slot0", "slot1", "meta"};
   DIR *d = opendir(dir);
   if (!d)
     return errno == ENOENT ? FT_OK
@@ -855,20 +1019,14 @@ int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
                                       "%s: opendir: %s", dir, strerror(errno));
   int rc = FT_OK;
   struct dirent *e;
-  char sub[FT_PATH_MAX + 300], path[FT_PATH_MAX + 320];
+  char sub[FT_PATH_MAX + 300];
   while ((e = readdir(d))) {
     if (strncmp(e->d_name, "adopt", 5) != 0)
       continue;
     snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-      snprintf(path, sizeof(path), "%s/%s", sub, files[i]);
-      if (unlink(path) != 0 && errno != ENOENT && rc == FT_OK)
-        rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
-                      path, strerror(errno));
-    }
-    if (rmdir(sub) != 0 && rc == FT_OK)
-      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s", sub,
-                    strerror(errno));
+    int drc =
+        remove_adopted_dir(dirfd(d), e->d_name, sub, rc ? NULL : msg, msglen);
+    rc = rc ? rc : drc;
   }
   closedir(d);
   return rc;

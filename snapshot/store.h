@@ -28,6 +28,10 @@
 #define FT_PATH_MAX 512 /* store root and directories */
 #define FT_STORE_FORMAT 3 /* 2: meta records the run id; 3: the layout
                            * epoch and the re-slice target */
+/* The slot header's own format, apart from the metadata's: 4 added the
+ * header checksum and the self-checking state word (slots of formats 2 and
+ * 3 were stamped with FT_STORE_FORMAT and have neither). */
+#define FT_SLOT_FORMAT 4
 #define FT_MAX_LOCAL 64   /* trainers per node */
 #define FT_MAX_CHUNKS 256 /* k + m of a group, with room */
 #define FT_MAX_BUFS 256   /* registered buffers per rank */
@@ -46,13 +50,31 @@ typedef enum {
 
 const char *ft__slot_state_name(uint32_t state);
 
-/* The header page of a slot.  Only `state` changes concurrently: it is read
- * and written with atomics (acquire/release), everything else is written by
- * the SMP before the state that publishes it. */
+/* The header page of a slot.
+ *
+ * Every field that steers a read (where the data is, how it is cut into
+ * chunks, which version, step and layout epoch it holds, the chunk CRCs) is
+ * covered by hdr_crc, a CRC64 that ft__slot_validate checks before it looks
+ * at anything else: a flipped offset or version makes the slot damaged
+ * (FT_ECORRUPT), never a slot that reads the wrong bytes or claims another
+ * version.  Not covered: the state word, which checks itself (below), the
+ * time stamps, which steer nothing, and hdr_crc itself.
+ *
+ * Only `state_word` changes while others read: it is read and written with
+ * atomics (acquire/release), everything else is written by the one writer
+ * (the SMP, or ft-restore) before the state that publishes it, and the
+ * writer recomputes hdr_crc after each change (ft__slot_begin, _set_step,
+ * _set_data_crcs, _seal_data, _seal_parity).  The state is not under the
+ * CRC because it changes while the slot is read: a CRC rewritten after
+ * each state store would leave a window in which a reader (or a crash)
+ * sees the new state with the old CRC, and a committed slot could turn
+ * into a damaged one at the very moment it commits.  Instead the word
+ * holds the state and its complement (ft__slot_state_word), so one atomic
+ * store changes both and any flipped byte of it is caught. */
 typedef struct ft__slot_hdr {
-  char magic[8]; /* "FTRTSLOT" */
-  uint32_t format;
-  uint32_t state;
+  char magic[8];       /* "FTRTSLOT" */
+  uint32_t format;     /* FT_SLOT_FORMAT */
+  uint32_t state_word; /* ft__slot_state_word(state); not under hdr_crc */
   char job[FT_JOB_MAX];
   uint64_t version;
   uint64_t step;
@@ -66,8 +88,20 @@ typedef struct ft__slot_hdr {
   uint64_t rank_off[FT_MAX_LOCAL]; /* absolute offsets in the file */
   uint64_t rank_bytes[FT_MAX_LOCAL];
   uint64_t crc[FT_MAX_CHUNKS]; /* data chunks 0..k-1, parity k..k+m-1 */
+  /* not under hdr_crc from here on */
   uint64_t filled_ns, committed_ns; /* CLOCK_REALTIME */
+  uint64_t hdr_crc; /* ft__slot_hdr_crc: magic through crc[], less the
+                     * state word */
 } ft__slot_hdr_t;
+
+/* The state word of a state: the state in the low 16 bits, its complement
+ * in the high 16.  ft__slot_state_decode gives the state back, or
+ * FT_SLOT_STATE_INVALID for a word that is not one of these. */
+#define FT_SLOT_STATE_INVALID UINT32_MAX
+uint32_t ft__slot_state_word(uint32_t state);
+uint32_t ft__slot_state_decode(uint32_t word);
+/* The checksum of a header as it is now (see ft__slot_hdr_t). */
+uint64_t ft__slot_hdr_crc(const ft__slot_hdr_t *h);
 
 /* Sizes of a slot, computed from the local ranks' bytes and the group code. */
 typedef struct ft__slot_geom {
@@ -98,8 +132,10 @@ typedef struct ft__slot {
 
 /*
  * Check a slot image of file_bytes bytes (at least the header must be there)
- * for job.  FT_ECORRUPT (bad magic, sizes, offsets), FT_EMISMATCH (format or
- * job), with a message naming path and the field.  Does not check CRCs.
+ * for job.  FT_ECORRUPT (bad magic, a header checksum that does not match,
+ * an invalid state word, sizes, offsets), FT_EMISMATCH (a slot of another
+ * format -- an older one has no header checksum -- or of another job), with
+ * a message naming path and what is wrong.  Does not check the chunk CRCs.
  * msg may be NULL.
  */
 int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
@@ -115,11 +151,26 @@ int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
                   char *msg, size_t msglen);
 void ft__slot_close(ft__slot_t *s);
 
+/* The state (FT_SLOT_STATE_INVALID if the word went bad since the slot
+ * was validated). */
 uint32_t ft__slot_state(const ft__slot_t *s);
 void ft__slot_set_state(ft__slot_t *s, uint32_t state);
+
+/*
+ * The writers of covered fields.  Each recomputes hdr_crc after its change
+ * -- but only when the header was intact before it: a header damaged in
+ * memory is never blessed with a fresh checksum, it stays refused.
+ */
+/* Is the header intact now: checksum and state word? */
+int ft__slot_intact(const ft__slot_t *s);
 /* Start filling a version: FILLING, version, step, epoch. */
 void ft__slot_begin(ft__slot_t *s, uint64_t version, uint64_t step,
                     uint64_t epoch);
+/* The training step the version holds (known once every trainer wrote). */
+void ft__slot_set_step(ft__slot_t *s, uint64_t step);
+/* The CRCs of the k data chunks, computed elsewhere (ec/exchange.c
+ * computes them as the chunks go out). */
+void ft__slot_set_data_crcs(ft__slot_t *s, const uint64_t *crc);
 
 /* CRC64 of data chunk i (0..k-1) or parity chunk k+j, as held now. */
 uint64_t ft__slot_chunk_crc(const ft__slot_t *s, uint32_t chunk);
@@ -138,7 +189,7 @@ int ft__slot_verify_range(const ft__slot_t *s, uint64_t off, uint64_t len,
                           char *msg, size_t msglen);
 
 /* The version one slot holds whole, as the restore rule counts it: the
- * slot opened and validated (open != 0) and its state ENCODED or later --
+ * slot opened and validated (open != 0) and its state ENCODED or COMMITTED --
  * every local trainer wrote it, its CRCs are sealed and this node's parity
  * is written, so it counts for the restore rule whether or not the commit
  * notice came.  0 for a slot that holds none: not open, EMPTY, FILLING or
@@ -160,6 +211,32 @@ void ft__slots_held(const ft__slot_t sl[FT_NSLOTS], uint64_t held[FT_NSLOTS]);
  * out.  Only version numbers are compared (not epochs or steps). */
 uint64_t ft__newest_common(const uint64_t *held, int nnodes,
                            const unsigned char *ignore);
+
+/* What ft-restore saw of one slot of a node, for ft__newest_committed. */
+typedef struct ft__slot_seen {
+  uint64_t held;     /* ft__slot_held: the version it holds whole, 0 none */
+  uint8_t committed; /* and its state is COMMITTED */
+  uint8_t unusable;  /* missing, or failed validation: it may have held
+                      * anything, a committed version included */
+} ft__slot_seen_t;
+
+/*
+ * ft-restore's rule (docs/design.md section 7): the newest version that
+ * counts as committed.  seen[node * FT_NSLOTS + i] is slot i of node;
+ * ignore (NULL, or one flag per node) leaves nodes out, such as spares.  A
+ * version v that some counted node holds whole counts when
+ *   - some counted node holds it COMMITTED (the commit needed every node to
+ *     have encoded it), or
+ *   - every counted node holds it whole or has its slot v % FT_NSLOTS
+ *     unusable (what that slot held is unknown; a readable slot that does
+ *     not hold v says v was never encoded there, so never committed).
+ * 0 when no version counts.  A node that counts and lacks the version
+ * returned has lost or damaged its copy: ft-restore rebuilds it, or
+ * refuses -- it never skips to an older version, which could throw a
+ * committed one away.
+ */
+uint64_t ft__newest_committed(const ft__slot_seen_t *seen, int nnodes,
+                              const unsigned char *ignore);
 
 /* ---- node metadata ---- */
 

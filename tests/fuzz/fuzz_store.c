@@ -2,19 +2,26 @@
  * libFuzzer target for what the node store reads back from tmpfs that another
  * process wrote (docs/design.md section 4, STYLE.md "Fuzz what is read"):
  *
- *   first byte & 3 == 0  slot image -> ft__slot_validate, as read
- *                  == 1  slot image with seg_bytes set to the image size, so
- *                        mutations get past the size check to the regions
+ *   first byte & 3 == 0  slot image -> ft__slot_validate, as read (the
+ *                        header checksum catches almost every mutation of
+ *                        the header: that is the point)
+ *                  == 1  slot image with seg_bytes set to the image size and
+ *                        the header checksum fixed up, so mutations get past
+ *                        both to the regions
  *                  == 2  metadata bytes -> ft__meta_decode, as read
  *                  == 3  metadata with total_bytes and the trailing CRC64
  *                        fixed up, so mutations reach the tables
  *   bit 2 of the first byte: validate the slot against job "fuzz-job" (set)
  *   or any job (clear).
+ *   bit 3, slot as read: fix up the header checksum (not seg_bytes).
  *
  * Besides "no crash, no out-of-bounds read" (ASan, UBSan), what a validator
  * accepts must be safe to use: every region of an accepted slot lies in the
  * image, and the chunk accessors and CRC routines stay inside it; accepted
  * metadata holds only in-range fields and re-encodes to an equal record.
+ * And the header checksum must do its job: one byte of an accepted header
+ * changed anywhere under the checksum (or in the state word) is refused,
+ * and the store's own writers leave an accepted header accepted.
  * A broken promise aborts, which libFuzzer reports as a crash.
  *
  * Built by tests/fuzz/run, not by automake.
@@ -64,11 +71,39 @@ static int inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
   return off >= lo && off <= hi && len <= hi - off;
 }
 
-static void fuzz_slot(uint8_t *img, size_t size, int patch, int with_job) {
+/* Change one byte under the checksum or in the state word (which byte,
+ * and how, from the header's own bytes): the slot must be refused. */
+static void flip_one(uint8_t *img, size_t size, const char *job) {
+  const ft__slot_hdr_t *h = (const ft__slot_hdr_t *)img;
+  size_t covered = offsetof(ft__slot_hdr_t, filled_ns);
+  size_t at = (size_t)(h->crc[0] ^ h->version ^ h->chunk_bytes) % covered;
+  uint8_t x = (uint8_t)(1u + (h->crc[1] ^ h->step) % 255u);
+  char msg[256];
+  img[at] ^= x;
+  int rc = ft__slot_validate(img, size, job, "fuzz", msg, sizeof(msg));
+  if (rc == FT_OK)
+    fprintf(stderr, "fuzz_store: byte %zu ^ 0x%02x accepted\n", at, x);
+  REQUIRE(rc != FT_OK);
+  img[at] ^= x;
+}
+
+static void fix_checksum(uint8_t *img, size_t size) {
+  if (size < sizeof(ft__slot_hdr_t))
+    return;
+  ft__slot_hdr_t h;
+  memcpy(&h, img, sizeof(h));
+  uint64_t crc = ft__slot_hdr_crc(&h);
+  memcpy(img + offsetof(ft__slot_hdr_t, hdr_crc), &crc, sizeof(crc));
+}
+
+static void fuzz_slot(uint8_t *img, size_t size, int patch, int fix,
+                      int with_job) {
   if (patch && size >= sizeof(ft__slot_hdr_t)) {
     uint64_t n = size;
     memcpy(img + offsetof(ft__slot_hdr_t, seg_bytes), &n, sizeof(n));
   }
+  if (patch || fix)
+    fix_checksum(img, size);
   char msg[256];
   memset(msg, 'x', sizeof(msg));
   int rc = ft__slot_validate(img, size, with_job ? JOB : NULL, "fuzz", msg,
@@ -81,9 +116,11 @@ static void fuzz_slot(uint8_t *img, size_t size, int patch, int with_job) {
   const ft__slot_hdr_t *h = (const ft__slot_hdr_t *)img;
   REQUIRE(size >= FT_SLOT_HDR_BYTES);
   REQUIRE(memcmp(h->magic, "FTRTSLOT", 8) == 0);
-  REQUIRE(h->format == FT_STORE_FORMAT);
-  REQUIRE(h->state <= FT_SLOT_COMMITTED);
-  REQUIRE(strcmp(ft__slot_state_name(h->state), "INVALID") != 0);
+  REQUIRE(h->format == FT_SLOT_FORMAT);
+  REQUIRE(h->hdr_crc == ft__slot_hdr_crc(h));
+  uint32_t state = ft__slot_state_decode(h->state_word);
+  REQUIRE(state <= FT_SLOT_COMMITTED);
+  REQUIRE(strcmp(ft__slot_state_name(state), "INVALID") != 0);
   REQUIRE(memchr(h->job, '\0', sizeof(h->job)) != NULL);
   REQUIRE(!with_job || strcmp(h->job, JOB) == 0);
   REQUIRE(h->k >= 1 && (uint64_t)h->k + h->m < FT_MAX_CHUNKS);
@@ -134,10 +171,16 @@ static void fuzz_slot(uint8_t *img, size_t size, int patch, int with_job) {
   for (uint32_t r = 0; r < h->nlocal; r++)
     REQUIRE(ft__slot_verify_range(&s, h->rank_off[r], h->rank_bytes[r], msg,
                                   sizeof(msg)) == FT_OK);
-  /* A header accepted once is accepted again after sealing (CRCs are not
-   * part of validation). */
+  /* A header accepted once is accepted again after the writers changed it
+   * (sealing rewrites the chunk CRCs and the header checksum). */
+  REQUIRE(ft__slot_intact(&s));
+  uint64_t crc[FT_MAX_CHUNKS];
+  memcpy(crc, h->crc, sizeof(crc));
+  ft__slot_set_step(&s, h->step + 1);
+  ft__slot_set_data_crcs(&s, crc);
   REQUIRE(ft__slot_validate(img, size, with_job ? JOB : NULL, "fuzz", msg,
                             sizeof(msg)) == FT_OK);
+  flip_one(img, size, with_job ? JOB : NULL);
 }
 
 static ft__meta_t *meta_a, *meta_b;
@@ -213,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   switch (sel & 3) {
   case 0:
   case 1:
-    fuzz_slot(copy, size, sel & 1, (sel >> 2) & 1);
+    fuzz_slot(copy, size, sel & 1, (sel >> 3) & 1, (sel >> 2) & 1);
     break;
   default:
     fuzz_meta(copy, size, sel & 1);

@@ -1,8 +1,10 @@
 /*
  * Seed inputs for fuzz_store: valid slot images and metadata files made by
- * the store's own writers, plus interesting truncations.  Each file starts
- * with the selector byte fuzz_store.c reads (0/1 slot, 2/3 metadata; bit 2:
- * check the job).  Usage: gen_seeds OUTDIR   (tests/fuzz/run builds it;
+ * the store's own writers (so every slot seed carries a valid header
+ * checksum and gets past it), plus interesting truncations.  Each file
+ * starts with the selector byte fuzz_store.c reads (0/1 slot, 2/3 metadata;
+ * bit 2: check the job; bit 3: fix the slot's header checksum up).
+ * Usage: gen_seeds OUTDIR   (tests/fuzz/run builds it;
  * `tests/fuzz/run --regen-corpus` refreshes tests/fuzz/corpus/).
  */
 #include <stdio.h>
@@ -39,10 +41,11 @@ static void slot_seed(const char *tmp, const char *name, uint32_t nlocal,
     exit(1);
   }
   if (st != FT_SLOT_EMPTY) {
-    ft__slot_begin(&s, 42, 4200, 1);
+    ft__slot_begin(&s, 42, 0, 1);
     for (uint32_t r = 0; r < nlocal; r++)
       for (uint64_t i = 0; i < bytes[r]; i++)
         s.map[s.hdr->rank_off[r] + i] = (uint8_t)(r * 31 + i);
+    ft__slot_set_step(&s, 4200);
     ft__slot_seal_data(&s);
     ft__slot_seal_parity(&s);
     ft__slot_set_state(&s, st);
@@ -52,6 +55,10 @@ static void slot_seed(const char *tmp, const char *name, uint32_t nlocal,
   emit(fname, 0x04, s.map, s.map_bytes); /* as is, job checked */
   snprintf(fname, sizeof(fname), "slot-%s-patched", name);
   emit(fname, 0x01, s.map, s.map_bytes);
+  /* the header checksum fixed up after each mutation: mutated fields
+   * reach the checks behind it */
+  snprintf(fname, sizeof(fname), "slot-%s-fixed", name);
+  emit(fname, 0x0c, s.map, s.map_bytes);
   /* the header page alone: the patched mode makes it a slot whose regions
    * no longer fit */
   snprintf(fname, sizeof(fname), "slot-%s-header-only", name);
@@ -136,7 +143,7 @@ int main(int argc, char **argv) {
   meta_seeds("3nodes-2ranks", 2, 3, 3);
   meta_seeds("2nodes-4ranks-nobufs", 4, 0, 2);
   /* shorter than a slot header, and than a metadata header */
-  static const uint8_t slot_magic[] = "FTRTSLOT\1\0\0\0";
+  static const uint8_t slot_magic[] = "FTRTSLOT\4\0\0\0";
   static const uint8_t meta_magic[] = "FTRTMETA\1\0\0\0";
   emit("slot-magic-only", 0x00, slot_magic, sizeof(slot_magic) - 1);
   emit("meta-magic-only", 0x02, meta_magic, sizeof(meta_magic) - 1);

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Committed state is never thrown away without being asked (issue 14.3), on
 # 3 virtual nodes of one host (2+1).  A finished job's store: one node's two
-# slots marked EMPTY (the state word zeroed, as a lost or cleared store
-# would look), the others still holding the committed versions.  A
-# relaunch must not start fresh: it is refused with a message naming the
-# job, the committed version and what each host holds, and the stores are
-# unchanged.  FT_FRESH=1 (ft-launch --fresh) starts over explicitly, and
-# a later relaunch of that job resumes normally.  Stores of two runs of one
+# slots marked EMPTY (as a lost or cleared store would look), the others
+# still holding the committed versions.  A relaunch must not start fresh:
+# it is refused with a message naming the job, the committed version and
+# what each host holds, and the stores are unchanged.  ft-restore then
+# rebuilds the lost copy in place (issue 14.4) and the relaunch resumes.
+# FT_FRESH=1 (ft-launch --fresh) starts over explicitly, and a later
+# relaunch of that job resumes normally.  Stores of two runs of one
 # job name never mix, and damaged slot headers never lead to a fresh start.
 . "$(dirname "$0")/lib.sh"
 export FT_VIRTUAL_NODE_RANKS=2
@@ -18,9 +19,11 @@ REF=$(digest_of ref)
 
 export FT_JOB=lost-slots
 train first 6 $ARGS || { log_of first | tail; fail "first run failed"; }
-# The slot header's state word is at offset 12 (after magic and format).
+# The slot header's state word is at offset 12 (after magic and format):
+# the state in the low 16 bits, its complement in the high 16
+# (snapshot/store.h), so EMPTY is 00 00 ff ff.
 for s in 0 1; do
-  printf '\0\0\0\0' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot$s" bs=1 seek=12 conv=notrunc status=none
+  printf '\0\0\377\377' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot$s" bs=1 seek=12 conv=notrunc status=none
 done
 before=$(stores)
 train again 6 $ARGS && { log_of again | tail; fail "a relaunch over committed state no node set holds whole exited 0"; }
@@ -30,6 +33,19 @@ grep -q "job 'lost-slots': version [0-9]* was committed, but no version is held 
 grep -q -- "\`--fresh\` (FT_FRESH=1) starts over" "$LOGDIR/again" || fail "the refusal does not say how to start over"
 [ "$before" = "$(stores)" ] || fail "the refused relaunch changed the stores"
 note "refused: $(grep -m1 -o "version [0-9]* was committed[^(]*" "$LOGDIR/again")"
+grep -q "Run ft-restore to rebuild the lost or damaged copies" "$LOGDIR/again" ||
+  { log_of again | tail; fail "the refusal does not point at ft-restore"; }
+# As it says: ft-restore rebuilds vnode1's copy of version 4 in place from
+# the two others (2+1: one erasure per stripe); the relaunch resumes.
+timeout -k 10 120 mpirun -np 3 "$B/ft-restore" >"$LOGDIR/restore-lost" 2>&1 ||
+  { log_of restore-lost | tail; fail "ft-restore of the copy vnode1 lost failed"; }
+grep -Eq "damaged copy of version 4 on .* \(node 1, group 0 position [0-2]\): slot0 holds version 4 \(EMPTY\); rebuilt in place" "$LOGDIR/restore-lost" ||
+  { log_of restore-lost | tail; fail "ft-restore does not name the lost copy"; }
+grep -q "restored version 4 (step 8): 0 lost node(s), 0 corrupt chunk(s), 1 damaged copy(ies)" "$LOGDIR/restore-lost" ||
+  { log_of restore-lost | tail; fail "ft-restore's summary"; }
+train rebuilt 6 $ARGS || { log_of rebuilt | tail; fail "relaunch after ft-restore rebuilt the lost copy failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/rebuilt" || { log_of rebuilt | head; fail "expected resume from step 8"; }
+expect_digest rebuilt "$REF" "a copy lost on a live node, rebuilt by ft-restore"
 
 FT_FRESH=1 train fresh 6 $ARGS || { log_of fresh | tail; fail "FT_FRESH=1 run failed"; }
 grep -q '^fresh start' "$LOGDIR/fresh" || fail "FT_FRESH=1 did not start fresh"
@@ -64,9 +80,11 @@ note "two runs never mix: $(grep -m1 -o 'the stores on [^(]*' "$LOGDIR/mixed")"
 # A damaged copy of the newest committed version never means a silent
 # rollback to the one before.  The job is held as its SMPs enter the commit
 # of version 4 (step 8: ENCODED everywhere, version 3 COMMITTED in the other
-# slot) and killed there; node 0 is marked as having seen the commit (state
-# word 4), vnode1's copy of version 4 is damaged.  The relaunch refuses
-# rather than resume from step 6 and overwrite version 4 everywhere.
+# slot) and killed there; node 0 is marked as having seen the commit (the
+# state word of COMMITTED, 04 00 fb ff), vnode1's copy of version 4 is
+# damaged (a byte of seg_bytes flipped: its header checksum fails).  The
+# relaunch refuses rather than resume from step 6 and overwrite version 4
+# everywhere.
 export FT_JOB=rollback
 FT_HOLD=phase=commit,step=8 train_bg full 6 $ARGS
 for v in 0 1 2; do held full --vnode $v; done
@@ -77,7 +95,7 @@ for v in 0 1 2; do
   [ -n "$pid" ] && kill -9 "$pid"
 done
 wait "$PID" && fail "mpirun exited 0 after its SMPs were killed"
-printf '\x04\0\0\0' | dd of="$FT_STORE_ROOT/vnode0/$FT_JOB/slot0" bs=1 seek=12 conv=notrunc status=none
+printf '\x04\0\xfb\xff' | dd of="$FT_STORE_ROOT/vnode0/$FT_JOB/slot0" bs=1 seek=12 conv=notrunc status=none
 printf '\x5a' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot0" bs=1 seek=104 conv=notrunc status=none
 before=$(stores)
 train rolled 6 $ARGS && { log_of rolled | tail; fail "a relaunch that would roll back a committed version exited 0"; }
@@ -92,6 +110,33 @@ grep -q '^resumed from step 6$' "$LOGDIR/rolled-ok" || { log_of rolled-ok | head
 grep -q "FT_ALLOW_ROLLBACK=1: resuming from version 3; version 4 of job 'rollback'" "$LOGDIR/rolled-ok" ||
   { log_of rolled-ok | tail; fail "the rollback does not say what it discards"; }
 expect_digest rolled-ok "$REF" "FT_ALLOW_ROLLBACK=1, resumed from step 6"
+
+# The same, without the commit notice anywhere (version 4 ENCODED on every
+# node, vnode1's copy damaged): version 4 may have been committed, so
+# ft-restore rebuilds vnode1's copy (issue 14.4) instead of falling back to
+# version 3 -- also when it is cut short mid-rebuild (FT_FAULT=restore on
+# vnode1) and run again: the copies it rebuilds from are marked COMMITTED
+# first, so the half-made copy cannot make version 4 look never committed.
+export FT_JOB=encoded-damaged
+FT_HOLD=phase=commit,step=8 train_bg held 6 $ARGS
+for v in 0 1 2; do held held --vnode $v; done
+for v in 0 1 2; do
+  pid=$(FT_JOB=$FT_JOB "$B/ft-status" --vnode $v --json | sed -n 's/.*"smp":{"pid":\([0-9]*\).*/\1/p')
+  [ -n "$pid" ] && kill -9 "$pid"
+done
+wait "$PID" && fail "mpirun exited 0 after its SMPs were killed"
+printf '\x5a' | dd of="$FT_STORE_ROOT/vnode1/$FT_JOB/slot0" bs=1 seek=104 conv=notrunc status=none
+FT_FAULT=restore@r1 timeout -k 10 120 mpirun -np 3 "$B/ft-restore" >"$LOGDIR/restore-cut" 2>&1 &&
+  { log_of restore-cut | tail; fail "ft-restore with FT_FAULT=restore@r1 exited 0"; }
+grep -q "damaged copy of version 4 on .*header checksum mismatch.*; rebuilt in place" "$LOGDIR/restore-cut" ||
+  { log_of restore-cut | tail; fail "ft-restore does not name the damaged copy"; }
+timeout -k 10 120 mpirun -np 3 "$B/ft-restore" >"$LOGDIR/restore-again" 2>&1 ||
+  { log_of restore-again | tail; fail "ft-restore run again after being cut short failed"; }
+grep -q "restored version 4 (step 8): 0 lost node(s), 0 corrupt chunk(s), 1 damaged copy(ies)" "$LOGDIR/restore-again" ||
+  { log_of restore-again | tail; fail "ft-restore run again did not rebuild version 4"; }
+train resumed 6 $ARGS || { log_of resumed | tail; fail "relaunch after the rebuild failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/resumed" || { log_of resumed | head; fail "expected resume from step 8"; }
+expect_digest resumed "$REF" "a damaged copy of an uncommitted, fully encoded version, rebuilt"
 
 # FT_FRESH=1 that reaches one node only removes nothing and is refused.
 before=$(stores)

@@ -258,7 +258,7 @@ START_TEST(state_machine) {
   ck_assert_uint_eq(b.hdr->version, 7);
   ck_assert_uint_eq(b.hdr->step, 700);
   ck_assert_uint_eq(b.hdr->epoch, 3);
-  ck_assert_uint_eq(b.hdr->format, FT_STORE_FORMAT);
+  ck_assert_uint_eq(b.hdr->format, FT_SLOT_FORMAT);
   ck_assert_uint_eq(b.hdr->seg_bytes, g.seg_bytes);
   ck_assert_uint_eq(b.hdr->k, 3);
   ck_assert_uint_eq(b.hdr->m, 2);
@@ -701,6 +701,119 @@ START_TEST(newest_common_many_nodes) {
 }
 END_TEST
 
+/* ---- ft-restore's rule: the newest version that counts as committed ---- */
+
+/* One slot as a short code: held version, C for COMMITTED, X unusable. */
+typedef struct seen_case {
+  const char *name;
+  int nnodes;
+  const char *slots[NC_NODES][FT_NSLOTS]; /* "5", "5C", "X", "0" */
+  unsigned char ignore[NC_NODES];
+  uint64_t want;
+} seen_case_t;
+
+static ft__slot_seen_t seen_of(const char *code) {
+  ft__slot_seen_t x = {0, 0, 0};
+  if (strcmp(code, "X") == 0)
+    x.unusable = 1;
+  else
+    x.held = strtoull(code, NULL, 10), x.committed = strchr(code, 'C') != NULL;
+  return x;
+}
+
+/* Version v lives in slot v % 2: {slot0, slot1}. */
+/* clang-format off */
+static const seen_case_t seen_cases[] = {
+  {"nothing held anywhere",        3, {{"0", "0"}, {"0", "0"}, {"0", "0"}}, {0}, 0},
+  {"v committed everywhere",       3, {{"4C", "0"}, {"4C", "0"}, {"4C", "0"}}, {0}, 4},
+  {"v+1 encoded everywhere",       3, {{"4C", "5"}, {"4C", "5"}, {"4C", "5"}}, {0}, 5},
+  {"v committed, one copy damaged",3, {{"4C", "0"}, {"4C", "0"}, {"X", "0"}}, {0}, 4},
+  {"v committed, one copy missing",3, {{"4C", "3C"}, {"4C", "0"}, {"X", "3C"}}, {0}, 4},
+  {"v committed, one holds v-2",   3, {{"4C", "3C"}, {"4C", "3C"}, {"2C", "3C"}}, {0}, 4},
+  {"v committed on one node only", 3, {{"4C", "3C"}, {"4", "3C"}, {"X", "3C"}}, {0}, 4},
+  {"v encoded, one damaged",       3, {{"4", "3C"}, {"4", "3C"}, {"X", "3C"}}, {0}, 4},
+  {"v encoded on one, two damaged",3, {{"4", "3C"}, {"X", "3C"}, {"X", "3C"}}, {0}, 4},
+  {"v encoded, one LOCAL (vetoes)",3, {{"4", "3C"}, {"4", "3C"}, {"0", "3C"}}, {0}, 3},
+  {"v encoded, one holds v-2",     3, {{"4", "3C"}, {"4", "3C"}, {"2C", "3C"}}, {0}, 3},
+  {"veto, damage elsewhere",       3, {{"4", "3C"}, {"0", "3C"}, {"X", "3C"}}, {0}, 3},
+  {"v vetoed, v-1 damaged on one", 3, {{"4", "3C"}, {"0", "3C"}, {"0", "X"}}, {0}, 3},
+  {"all v-1 copies damaged",       3, {{"X", "X"}, {"X", "X"}, {"X", "X"}}, {0}, 0},
+  {"only damaged and unheld",      2, {{"X", "0"}, {"0", "X"}}, {0}, 0},
+  {"lacking node left out",        3, {{"4", "3C"}, {"4", "3C"}, {"0", "3C"}}, {0, 0, 1}, 4},
+  {"spare holding a newer one",    3, {{"4", "3C"}, {"4", "3C"}, {"6C", "5C"}}, {0, 0, 1}, 4},
+  {"every node left out",          2, {{"4C", "3C"}, {"4C", "3C"}}, {1, 1}, 0},
+  {"v in the other slot, damaged v-slot",
+                                   2, {{"4", "5"}, {"X", "5"}}, {0}, 5},
+  {"v only in the wrong slot",     2, {{"4", "0"}, {"0", "4"}}, {0}, 4},
+  {"the largest version",          2, {{"18446744073709551614", "18446744073709551615C"},
+                                       {"18446744073709551614", "X"}}, {0}, UINT64_MAX},
+  {"one node, v damaged",          1, {{"X", "3C"}}, {0}, 3},
+  {"one node, v committed",        1, {{"4C", "3C"}}, {0}, 4},
+};
+/* clang-format on */
+
+START_TEST(newest_committed_cases) {
+  const seen_case_t *c = &seen_cases[_i];
+  ft__slot_seen_t seen[NC_NODES * FT_NSLOTS];
+  for (int n = 0; n < c->nnodes; n++)
+    for (int i = 0; i < FT_NSLOTS; i++)
+      seen[n * FT_NSLOTS + i] = seen_of(c->slots[n][i]);
+  uint64_t got = ft__newest_committed(seen, c->nnodes, c->ignore);
+  ck_assert_msg(got == c->want, "%s: %llu, expected %llu", c->name,
+                (unsigned long long)got, (unsigned long long)c->want);
+}
+END_TEST
+
+/* The plain statement of ft-restore's rule, candidate by candidate. */
+static uint64_t plain_committed(const ft__slot_seen_t *seen, int nnodes,
+                                const unsigned char *ignore) {
+  static const uint64_t cand[] = {6, 5, 4};
+  for (int c = 0; c < 3; c++) {
+    uint64_t v = cand[c];
+    int held_somewhere = 0, committed = 0, all = 1;
+    for (int n = 0; n < nnodes; n++) {
+      if (ignore[n])
+        continue;
+      const ft__slot_seen_t *row = &seen[n * FT_NSLOTS];
+      int has = row[0].held == v || row[1].held == v;
+      held_somewhere |= has;
+      committed |= (row[0].held == v && row[0].committed) ||
+                   (row[1].held == v && row[1].committed);
+      all &= has || row[v % 2].unusable;
+    }
+    if (held_somewhere && (committed || all))
+      return v;
+  }
+  return 0;
+}
+
+/* Three nodes, every slot one of {unusable, 0, 4, 4C, 5, 5C, 6, 6C}, no
+ * node or the last left out: 2 x 8^6 cases against the plain rule.  With
+ * no slot unusable and none COMMITTED it is ft__newest_common's rule. */
+START_TEST(newest_committed_exhaustive) {
+  static const char *codes[8] = {"X", "0", "4", "4C", "5", "5C", "6", "6C"};
+  ft__slot_seen_t seen[3 * FT_NSLOTS];
+  uint64_t held[3 * FT_NSLOTS];
+  for (int mask = 0; mask < 2; mask++) {
+    unsigned char ignore[3] = {0, 0, (unsigned char)mask};
+    for (int code = 0; code < 1 << 18; code++) {
+      int plain_only = 1;
+      for (int i = 0; i < 3 * FT_NSLOTS; i++) {
+        seen[i] = seen_of(codes[(code >> (3 * i)) & 7]);
+        held[i] = seen[i].held;
+        plain_only &= !seen[i].unusable && !seen[i].committed;
+      }
+      uint64_t want = plain_committed(seen, 3, ignore);
+      uint64_t got = ft__newest_committed(seen, 3, ignore);
+      ck_assert_msg(got == want, "code %o ignore %d: %llu, expected %llu", code,
+                    mask, (unsigned long long)got, (unsigned long long)want);
+      if (plain_only)
+        ck_assert_uint_eq(got, ft__newest_common(held, 3, ignore));
+    }
+  }
+}
+END_TEST
+
 /* ---- the rule over real stores: three nodes' slot files ---- */
 
 #define NODES3 3
@@ -863,6 +976,10 @@ END_TEST
 
 /* ================= damaged slot files ================= */
 
+/* Each damage below is written with a fresh header checksum (the table is
+ * about the checks behind it: what a writer with a bug, or a forger, could
+ * put there); slot_header_flips covers damage the checksum catches.  The
+ * older-format case drops the checksum, as format 2 had none. */
 typedef void (*slot_damage_fn)(ft__slot_hdr_t *h, const char *path);
 
 static void trunc_to(const char *path, off_t n) {
@@ -887,7 +1004,11 @@ static void d_magic(ft__slot_hdr_t *h, const char *p) {
   (void)p, memcpy(h->magic, "FTRTMETA", 8);
 }
 static void d_format(ft__slot_hdr_t *h, const char *p) {
-  (void)p, h->format = 9;
+  (void)p, h->format = 99;
+}
+/* a slot of format 3 (or 2), before the header had a checksum */
+static void d_format_old(ft__slot_hdr_t *h, const char *p) {
+  (void)p, h->format = 3;
 }
 static void d_job(ft__slot_hdr_t *h, const char *p) {
   (void)p, snprintf(h->job, sizeof(h->job), "other-job");
@@ -895,7 +1016,12 @@ static void d_job(ft__slot_hdr_t *h, const char *p) {
 static void d_job_unterminated(ft__slot_hdr_t *h, const char *p) {
   (void)p, memset(h->job, 'x', sizeof(h->job));
 }
-static void d_state(ft__slot_hdr_t *h, const char *p) { (void)p, h->state = 9; }
+static void d_state(ft__slot_hdr_t *h, const char *p) {
+  (void)p, h->state_word = 9;
+}
+static void d_state_5(ft__slot_hdr_t *h, const char *p) {
+  (void)p, h->state_word = ft__slot_state_word(5); /* well formed, no state */
+}
 static void d_rank_past_data(ft__slot_hdr_t *h, const char *p) {
   (void)p, h->rank_off[1] = h->data_off + h->data_bytes - 10;
 }
@@ -957,12 +1083,16 @@ static const struct {
     {"data cut off", d_trunc_data, FT_ECORRUPT, "header says", "truncated?"},
     {"one byte long", d_grown, FT_ECORRUPT, "header says", "bytes"},
     {"bad magic", d_magic, FT_ECORRUPT, "bad magic", "not an ftrt slot"},
-    {"other format", d_format, FT_EMISMATCH, "store format 9",
-     "reads format 3"},
+    {"other format", d_format, FT_EMISMATCH, "store format 99",
+     "reads format 4"},
+    {"older format", d_format_old, FT_EMISMATCH, "store format 3",
+     "without a header checksum"},
     {"other job", d_job, FT_EMISMATCH, "job 'other-job'", "job '" JOB "'"},
     {"job unterminated", d_job_unterminated, FT_EMISMATCH, "belongs to job",
      "not to job '" JOB "'"},
-    {"bad state", d_state, FT_ECORRUPT, "invalid slot state 9", "slot"},
+    {"bad state", d_state, FT_ECORRUPT, "invalid slot state word 00000009",
+     "damaged"},
+    {"state 5", d_state_5, FT_ECORRUPT, "invalid slot state word", "fffa0005"},
     {"rank past data", d_rank_past_data, FT_ECORRUPT, "rank region 1",
      "outside the data region"},
     {"rank before data", d_rank_before_data, FT_ECORRUPT, "rank region 2 [0,",
@@ -996,6 +1126,11 @@ START_TEST(slot_damaged) {
   char path[128];
   path_of(path, sizeof(path), "slot1");
   slot_bad[_i].damage(s.hdr, path);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  if ((size_t)st.st_size >= sizeof(ft__slot_hdr_t)) /* still mapped in */
+    s.hdr->hdr_crc =
+        slot_bad[_i].damage == d_format_old ? 0 : ft__slot_hdr_crc(s.hdr);
   ft__slot_close(&s);
 
   char msg[512] = "";
@@ -1044,6 +1179,214 @@ START_TEST(slot_validate_bytes) {
   ck_assert_int_eq(ft__slot_validate(s.map, 0, JOB, "img", NULL, 0),
                    FT_ECORRUPT);
   ft__slot_close(&s);
+}
+END_TEST
+
+/* ================= the header checksum ================= */
+
+/* One byte of a header field of a committed slot, flipped on disk (xor
+ * mask): the slot is refused (FT_ECORRUPT) with a message that names the
+ * file and says what failed.  Every field that steers a read is covered:
+ * identity (magic, format, job, version, step, epoch), every size and
+ * offset, the code, the rank table and the whole chunk CRC table (entries
+ * past k+m included); the state word checks itself (store.h).  Before the
+ * header had a checksum, most of these opened as if nothing happened: a
+ * flipped rank offset read another region while every chunk CRC passed. */
+typedef struct hdr_flip {
+  const char *name;
+  size_t off;
+  uint8_t mask;
+  const char *want;
+} hdr_flip_t;
+
+#define HDR_OFF(f) offsetof(ft__slot_hdr_t, f)
+#define FLIP(f, extra)                                                         \
+  { #f "+" #extra, HDR_OFF(f) + (extra), 0xff, "header checksum" }
+/* The state word follows the format word (offset 12, see no-silent-fresh). */
+#define STATE_OFF (HDR_OFF(format) + 4)
+
+static const hdr_flip_t hdr_flips[] = {
+    {"magic", 0, 0xff, "bad magic"},
+    FLIP(format, 0),
+    FLIP(format, 3),
+    {"state COMMITTED -> EMPTY", STATE_OFF, 0x04, "slot state"},
+    {"state COMMITTED -> ENCODED", STATE_OFF, 0x07, "slot state"},
+    {"state high byte", STATE_OFF + 3, 0x01, "slot state"},
+    FLIP(job, 0),
+    FLIP(job, 5), /* its NUL */
+    FLIP(job, FT_JOB_MAX - 1),
+    FLIP(version, 0),
+    FLIP(version, 7),
+    FLIP(step, 0),
+    FLIP(step, 4),
+    FLIP(epoch, 0),
+    FLIP(seg_bytes, 1),
+    FLIP(data_off, 0),
+    FLIP(data_bytes, 0),
+    FLIP(parity_off, 1),
+    FLIP(parity_bytes, 0),
+    FLIP(chunk_bytes, 0),
+    FLIP(k, 0),
+    FLIP(m, 0),
+    FLIP(nlocal, 0),
+    FLIP(reserved, 0),
+    FLIP(rank_off, 0),
+    FLIP(rank_off, 8 * 2 + 1),
+    FLIP(rank_off, 8 * (FT_MAX_LOCAL - 1)), /* past nlocal */
+    FLIP(rank_bytes, 0),
+    FLIP(rank_bytes, 8 * 1 + 1),
+    FLIP(crc, 0),
+    FLIP(crc, 8 * 4 + 3),               /* a parity chunk's */
+    FLIP(crc, 8 * (FT_MAX_CHUNKS - 1)), /* past k+m */
+};
+#undef FLIP
+
+START_TEST(slot_header_flips) {
+  const hdr_flip_t *f = &hdr_flips[_i];
+  ft__slot_geom_t g;
+  geom3(&g, 3, 2);
+  ft__slot_t s;
+  create_slot(&s, 1, &g);
+  write_version(&s, 3);
+  ft__slot_close(&s);
+  char path[160], msg[512] = "";
+  path_of(path, sizeof(path), "slot1");
+  int fd = open(path, O_RDWR);
+  ck_assert_int_ge(fd, 0);
+  uint8_t b;
+  ck_assert_int_eq(pread(fd, &b, 1, (off_t)f->off), 1);
+  b ^= f->mask;
+  ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)f->off), 1);
+  close(fd);
+  int rc = ft__slot_open(&s, dir, 1, JOB, msg, sizeof(msg));
+  ck_assert_msg(rc == FT_ECORRUPT,
+                "%s flipped (byte %zu ^ 0x%02x): %s, "
+                "expected FT_ECORRUPT (%s)",
+                f->name, f->off, f->mask, ft_err_name(rc), rc ? msg : "opened");
+  ck_assert_ptr_null(s.map);
+  ck_msg_has(msg, path);
+  ck_msg_has(msg, f->want);
+}
+END_TEST
+
+/* What the checksum does not cover: the time stamps steer no read. */
+START_TEST(slot_header_times_free) {
+  ft__slot_geom_t g;
+  geom3(&g, 3, 2);
+  ft__slot_t s;
+  create_slot(&s, 0, &g);
+  write_version(&s, 5);
+  s.hdr->filled_ns ^= 0xff;
+  s.hdr->committed_ns ^= 0xff00;
+  ft__slot_close(&s);
+  open_slot(&s, 0);
+  ck_assert_uint_eq(ft__slot_state(&s), FT_SLOT_COMMITTED);
+  ck_assert_uint_eq(s.hdr->version, 5);
+  ft__slot_close(&s);
+}
+END_TEST
+
+/* The state word: every state round-trips, and every word one flipped
+ * byte away from a valid one is invalid (so is one that is all zero). */
+START_TEST(state_word_flips) {
+  ck_assert_uint_eq(ft__slot_state_decode(0), FT_SLOT_STATE_INVALID);
+  for (uint32_t st = FT_SLOT_EMPTY; st <= FT_SLOT_COMMITTED; st++) {
+    uint32_t w = ft__slot_state_word(st);
+    ck_assert_uint_eq(ft__slot_state_decode(w), st);
+    for (int byte = 0; byte < 4; byte++)
+      for (uint32_t x = 1; x < 256; x++) {
+        uint32_t bad = w ^ (x << (8 * byte));
+        ck_assert_msg(ft__slot_state_decode(bad) == FT_SLOT_STATE_INVALID,
+                      "state %u: word %08x decodes", st, bad);
+      }
+  }
+  ck_assert_uint_eq(ft__slot_state_decode(ft__slot_state_word(5)),
+                    FT_SLOT_STATE_INVALID);
+  ck_assert_uint_eq(ft__slot_held(1, FT_SLOT_STATE_INVALID, 7), 0);
+}
+END_TEST
+
+/* Where ft-chaos's `corrupt HOST header FIELD` and the shell tests flip
+ * bytes (scripts/ft-chaos header_offset, tests/mpi/no-silent-fresh.sh). */
+START_TEST(slot_header_offsets) {
+  ck_assert_uint_eq(HDR_OFF(format), 8);
+  ck_assert_uint_eq(HDR_OFF(state_word), 12);
+  ck_assert_uint_eq(HDR_OFF(job), 16);
+  ck_assert_uint_eq(HDR_OFF(version), 80);
+  ck_assert_uint_eq(HDR_OFF(step), 88);
+  ck_assert_uint_eq(HDR_OFF(epoch), 96);
+  ck_assert_uint_eq(HDR_OFF(seg_bytes), 104);
+  ck_assert_uint_eq(HDR_OFF(data_off), 112);
+  ck_assert_uint_eq(HDR_OFF(data_bytes), 120);
+  ck_assert_uint_eq(HDR_OFF(parity_off), 128);
+  ck_assert_uint_eq(HDR_OFF(parity_bytes), 136);
+  ck_assert_uint_eq(HDR_OFF(chunk_bytes), 144);
+  ck_assert_uint_eq(HDR_OFF(k), 152);
+  ck_assert_uint_eq(HDR_OFF(m), 156);
+  ck_assert_uint_eq(HDR_OFF(nlocal), 160);
+  ck_assert_uint_eq(HDR_OFF(rank_off), 168);
+  ck_assert_uint_eq(HDR_OFF(rank_bytes), 168 + 8 * FT_MAX_LOCAL);
+  ck_assert_uint_eq(HDR_OFF(crc), 168 + 16 * FT_MAX_LOCAL);
+  ck_assert_uint_le(sizeof(ft__slot_hdr_t), FT_SLOT_HDR_BYTES);
+}
+END_TEST
+
+static int reopens(int idx) {
+  ft__slot_t s;
+  int rc = ft__slot_open(&s, dir, idx, JOB, NULL, 0);
+  ft__slot_close(&s);
+  return rc;
+}
+
+/* Every writer of a covered field keeps the checksum, in the order the SMP
+ * calls them; none blesses a header damaged in memory. */
+START_TEST(slot_header_writers) {
+  ft__slot_geom_t g;
+  geom3(&g, 3, 2);
+  ft__slot_t s;
+  create_slot(&s, 0, &g);
+  ck_assert_int_eq(ft__slot_intact(&s), 1);
+  ck_assert_int_eq(reopens(0), FT_OK);
+  ft__slot_begin(&s, 6, 0, 2);
+  ck_assert_int_eq(reopens(0), FT_OK);
+  fill_ranks(&s, 6, 0, 8);
+  ft__slot_set_step(&s, 60);
+  ck_assert_int_eq(reopens(0), FT_OK);
+  uint64_t crc[3];
+  for (uint32_t c = 0; c < 3; c++)
+    crc[c] = ft__slot_chunk_crc(&s, c);
+  ft__slot_set_data_crcs(&s, crc);
+  ck_assert_int_eq(reopens(0), FT_OK);
+  char msg[512] = "";
+  ck_assert_int_eq(ft__slot_verify(&s, 0, 3, msg, sizeof(msg)), FT_OK);
+  ft__slot_set_state(&s, FT_SLOT_LOCAL);
+  fill_parity(&s, 6);
+  ft__slot_seal_parity(&s);
+  ft__slot_set_state(&s, FT_SLOT_ENCODED);
+  ft__slot_set_state(&s, FT_SLOT_COMMITTED);
+  ck_assert_int_eq(reopens(0), FT_OK);
+  ck_assert_int_eq(ft__slot_verify(&s, 0, 5, msg, sizeof(msg)), FT_OK);
+
+  /* damaged in memory (a stray write to the mapping), then written to:
+   * it stays refused, whichever writer comes next */
+  s.hdr->rank_off[1] += 8;
+  ck_assert_int_eq(ft__slot_intact(&s), 0);
+  ft__slot_set_step(&s, 61);
+  ft__slot_seal_data(&s);
+  ft__slot_seal_parity(&s);
+  ft__slot_set_data_crcs(&s, crc);
+  ft__slot_begin(&s, 8, 80, 2);
+  ft__slot_set_state(&s, FT_SLOT_COMMITTED);
+  ck_assert_int_eq(ft__slot_intact(&s), 0);
+  ft__slot_close(&s);
+  ck_assert_int_eq(ft__slot_open(&s, dir, 0, JOB, msg, sizeof(msg)),
+                   FT_ECORRUPT);
+  ck_msg_has(msg, "header checksum");
+  /* made anew, it is whole again */
+  create_slot(&s, 0, &g);
+  ck_assert_int_eq(ft__slot_intact(&s), 1);
+  ft__slot_close(&s);
+  ck_assert_int_eq(reopens(0), FT_OK);
 }
 END_TEST
 
@@ -1472,6 +1815,43 @@ END_TEST
 
 /* A file planted as a symlink where the store writes one is refused and its
  * target is untouched (O_NOFOLLOW). */
+/* Adopted stores are removed whatever a crash left in them (a temporary
+ * file of a write cut short), and a link named like one is removed, never
+ * followed. */
+START_TEST(remove_adopted_all) {
+  char path[256], target[200], msg[512] = "";
+  static const char *const files[] = {"adopt1/meta", "adopt1/meta.tmp",
+                                      "adopt1/slot1", "adopt3/slot0.tmp"};
+  snprintf(path, sizeof(path), "%s/adopt1", dir);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(path, sizeof(path), "%s/adopt3", dir);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+  }
+  snprintf(target, sizeof(target), "%s/elsewhere", dir);
+  ck_assert_int_eq(mkdir(target, 0700), 0);
+  snprintf(path, sizeof(path), "%s/elsewhere/precious", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  snprintf(path, sizeof(path), "%s/adopt2", dir);
+  ck_assert_int_eq(symlink(target, path), 0);
+  ck_assert_int_eq(ft__store_remove_adopted(dir, msg, sizeof(msg)), FT_OK);
+  struct stat st;
+  static const char *const gone[] = {"adopt1", "adopt2", "adopt3"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, gone[i]);
+    ck_assert_int_ne(lstat(path, &st), 0);
+  }
+  snprintf(path, sizeof(path), "%s/elsewhere/precious", dir);
+  ck_assert_int_eq(lstat(path, &st), 0);
+}
+END_TEST
+
 START_TEST(store_no_follow) {
   char target[200], link[200], msg[512] = "";
   snprintf(target, sizeof(target), "%s/target", dir);
@@ -1696,11 +2076,20 @@ int main(void) {
                       (int)(sizeof(nc_cases) / sizeof(nc_cases[0])));
   tcase_add_test(tc, newest_common_exhaustive);
   tcase_add_test(tc, newest_common_many_nodes);
+  tcase_add_loop_test(tc, newest_committed_cases, 0,
+                      (int)(sizeof(seen_cases) / sizeof(seen_cases[0])));
+  tcase_add_test(tc, newest_committed_exhaustive);
   tcase_add_test(tc, rule_over_stores);
   tcase_add_test(tc, crc_detects_flips);
   tcase_add_loop_test(tc, slot_damaged, 0,
                       (int)(sizeof(slot_bad) / sizeof(slot_bad[0])));
   tcase_add_test(tc, slot_validate_bytes);
+  tcase_add_loop_test(tc, slot_header_flips, 0,
+                      (int)(sizeof(hdr_flips) / sizeof(hdr_flips[0])));
+  tcase_add_test(tc, slot_header_times_free);
+  tcase_add_test(tc, state_word_flips);
+  tcase_add_test(tc, slot_header_offsets);
+  tcase_add_test(tc, slot_header_writers);
   tcase_add_test(tc, meta_round_trip);
   tcase_add_test(tc, meta_full_tables);
   tcase_add_test(tc, meta_missing);
@@ -1710,6 +2099,7 @@ int main(void) {
   tcase_add_test(tc, store_lock);
   tcase_add_test(tc, store_root_private);
   tcase_add_test(tc, store_no_follow);
+  tcase_add_test(tc, remove_adopted_all);
   tcase_add_test(tc, ctl_refusals);
   tcase_add_test(tc, msg_may_be_null);
   tcase_add_test(tc, ctl_status_of_failing_call);
