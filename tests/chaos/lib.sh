@@ -19,6 +19,7 @@ KEEP=${FT_CHAOS_KEEP:-}        # FT_CHAOS_KEEP=1 keeps the logs ($WORK)
 for v in $(compgen -e | grep '^FT_'); do
   case $v in FT_CLUSTER_RUNDIR|FT_CLUSTER_PROBE) ;; *) unset "$v" ;; esac
 done
+unset SLURM_JOB_NODELIST   # ft-launch would run on an allocation's nodes
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-chaos.XXXXXX")
 BG_PIDS=()

@@ -12,7 +12,7 @@ MPI_NODES=$BLD/tests/cluster/mpi_nodes
 RUNDIR=${FT_CLUSTER_RUNDIR:-/run/ftrt-cluster}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PATH=$BLD:$SRC/scripts:$PATH # the built tools (ft-restore, ft-status)
-unset FT_CLUSTER
+unset FT_CLUSTER SLURM_JOB_NODELIST  # ft-launch would run on an allocation's nodes
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-cluster-test.XXXXXX")
 BG_PIDS=()

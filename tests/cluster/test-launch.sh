@@ -71,3 +71,83 @@ grep -qx 'ft-launch: 1 node x (1 trainer + 1 SMP) = 2 ranks, job fromenv' "$WORK
 "$L" --ppn 1 -- sh -c 'exit 3' >"$WORK/st.out" 2>&1; rc=$?
 [ $rc -eq 3 ] || { cat "$WORK/st.out"; fail "a rank's exit 3 came back as $rc"; }
 ok "one node of P+1 ranks; FT_JOB default from the environment; exit status kept"
+
+# Output a person can read (issue 15.5).  mpirun's own banners ("Primary job
+# terminated normally, but 1 process returned a non-zero exit code...") are
+# hidden unless --verbose; the program's stdout and stderr come through
+# whole; ft-launch says what it does with elapsed times.
+prog='echo "out $OMPI_COMM_WORLD_RANK"; echo "err $OMPI_COMM_WORLD_RANK" >&2; [ "$OMPI_COMM_WORLD_RANK" != 3 ] || exit 5'
+"$L" --nodes 2 --ppn 1 -- sh -c "$prog" >"$WORK/quiet.out" 2>&1; rc=$?
+[ $rc -eq 5 ] || { cat "$WORK/quiet.out"; fail "a rank's exit 5 came back as $rc"; }
+for r in 0 1 2 3; do
+  grep -qx "out $r" "$WORK/quiet.out" && grep -qx "err $r" "$WORK/quiet.out" ||
+    { cat "$WORK/quiet.out"; fail "rank $r's stdout or stderr line is missing"; }
+done
+! grep -Eq 'Primary job|^-{20,}$|mpirun detected' "$WORK/quiet.out" ||
+  { cat "$WORK/quiet.out"; fail "mpirun's banner reached the user without --verbose"; }
+grep -Eq '^ft-launch: \[\+[0-9]+\.[0-9]s\] attempt 1: mpirun started$' "$WORK/quiet.out" &&
+  grep -Eq '^ft-launch: \[\+[0-9]+\.[0-9]s\] attempt 1 ended after [0-9]+\.[0-9] s: exit status 5$' "$WORK/quiet.out" ||
+  { cat "$WORK/quiet.out"; fail "no timed 'attempt 1: mpirun started' / 'attempt 1 ended' lines"; }
+grep -qx 'ft-launch: job failed: mpirun exit status 5' "$WORK/quiet.out" ||
+  { cat "$WORK/quiet.out"; fail "no 'job failed' line"; }
+"$L" --verbose --nodes 2 --ppn 1 -- sh -c "$prog" >"$WORK/verbose.out" 2>&1; rc=$?
+[ $rc -eq 5 ] || { cat "$WORK/verbose.out"; fail "--verbose: exit $rc, expected 5"; }
+grep -q 'Primary job  *terminated normally' "$WORK/verbose.out" && grep -q '^ft-launch: + mpirun ' "$WORK/verbose.out" ||
+  { cat "$WORK/verbose.out"; fail "--verbose hides mpirun's banner or its command line"; }
+ok "mpirun's banners hidden (shown with --verbose); every rank's lines and the exit status kept"
+
+# A failed attempt whose banner says why mpirun could not start: one line of it.
+printf 'localhost slots=1\n' >"$WORK/one"
+"$L" --hostfile "$WORK/one" --mpirun-arg --nooversubscribe -- true >"$WORK/slots.out" 2>&1
+[ $? -ne 0 ] || { cat "$WORK/slots.out"; fail "mpirun accepted two mapping policies"; }
+grep -Eq '^ft-launch: mpirun said: .+ \(--verbose shows its messages\)$' "$WORK/slots.out" &&
+  ! grep -Eq '^-{20,}$' "$WORK/slots.out" ||
+  { cat "$WORK/slots.out"; fail "mpirun's refusal not summed up in one line"; }
+ok "a refusal of mpirun is summed up in one 'mpirun said:' line"
+
+# The filter neither holds back nor reorders the program's stderr: a line is
+# seen while the program still runs (it waits for the test to see it).
+run_bg live "$L" --ppn 1 -- sh -c \
+  'echo "live $OMPI_COMM_WORLD_RANK" >&2; i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; echo "after $OMPI_COMM_WORLD_RANK" >&2' \
+  "$WORK/go"
+wait_for "$WORK/live.out" '^live 1$' 60 "$BG"
+grep -q '^after' "$WORK/live.out" && fail "the program went on before it was let go"
+touch "$WORK/go"
+wait_pid "$BG" 120 || fail "ft-launch still runs after the program was let go"
+[ "$RC" -eq 0 ] || { cat "$WORK/live.out"; fail "exit $RC"; }
+[ "$(grep -n '' "$WORK/live.out" | grep -E ':(live|after) 1$' | cut -d: -f2- | tr '\n' ';')" = 'live 1;after 1;' ] ||
+  { cat "$WORK/live.out"; fail "rank 1's stderr lines out of order"; }
+ok "the program's stderr comes through at once and in order"
+
+# The restart loop says what it does, with times: ft-restore's own lines stay.
+FT_STORE_ROOT=$WORK/store "$L" --restarts 1 --job none -- false >"$WORK/rs.out" 2>&1
+for pat in '^ft-launch: \[\+[0-9]+\.[0-9]s\] running ft-restore --mode replace on 1 node\(s\)' \
+           '^ft-restore: no node holds a store' \
+           '^ft-launch: \[\+[0-9]+\.[0-9]s\] ft-restore ended after [0-9]+\.[0-9] s: exit status 1$' \
+           '^ft-launch: \[\+[0-9]+\.[0-9]s\] giving up after 1 restart\(s\)$'; do
+  grep -Eq -- "$pat" "$WORK/rs.out" || { cat "$WORK/rs.out"; fail "--restarts output: no line matching '$pat'"; }
+done
+! grep -Eq 'Primary job|mpirun detected' "$WORK/rs.out" || { cat "$WORK/rs.out"; fail "mpirun banners in --restarts output"; }
+ok "--restarts: timed lines for ft-restore and the outcome, ft-restore's lines kept"
+
+# scripts/install-deps: one line per step; apt's output only when a step fails.
+mkdir -p "$WORK/fakebin"
+printf '#!/bin/sh\nexit 1\n' >"$WORK/fakebin/dpkg-query"
+printf '#!/bin/sh\nexec "$@"\n' >"$WORK/fakebin/sudo"
+cat >"$WORK/fakebin/apt-get" <<'EOS'
+#!/bin/sh
+i=0; while [ $i -lt 50 ]; do echo "apt noise $i: $*"; i=$((i + 1)); done
+[ -z "${FAKE_APT_FAIL:-}" ] || case "$*" in *install*) echo "E: Unable to locate package x" >&2; exit 100 ;; esac
+EOS
+chmod +x "$WORK/fakebin/"*
+PATH=$WORK/fakebin:$PATH "$SRC/scripts/install-deps" >"$WORK/deps.out" 2>&1 ||
+  { cat "$WORK/deps.out"; fail "install-deps with a working (fake) apt-get failed"; }
+! grep -q 'apt noise' "$WORK/deps.out" && [ "$(wc -l <"$WORK/deps.out")" -le 5 ] &&
+  [ "$(grep -vc '^install-deps: ' "$WORK/deps.out")" -eq 0 ] ||
+  { cat "$WORK/deps.out"; fail "install-deps is not one line per step"; }
+FAKE_APT_FAIL=1 PATH=$WORK/fakebin:$PATH "$SRC/scripts/install-deps" >"$WORK/deps.out" 2>&1 &&
+  { cat "$WORK/deps.out"; fail "install-deps succeeded although apt-get install failed"; }
+grep -q '^E: Unable to locate package x$' "$WORK/deps.out" && grep -q 'apt noise 49: .*install' "$WORK/deps.out" &&
+  grep -q '^install-deps: .*failed' "$WORK/deps.out" ||
+  { cat "$WORK/deps.out"; fail "a failed step does not show apt-get's full output"; }
+ok "install-deps: one line per step, apt-get's whole output when a step fails"

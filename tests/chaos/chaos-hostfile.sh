@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The hostfile path is the real path (issue 15.3): ft-launch --hostfile F
+# --restarts R, run where mpirun runs (the head of an ft-cluster), given
+# the rsh agent the way a user gives it to Open MPI (OMPI_MCA_plm_rsh_agent;
+# here ft-rsh, on a cluster ssh).  A host is killed at step 8; ft-launch
+# finds it lost with the probe (the same agent, "AGENT HOST true"), takes
+# the spare the hostfile marks, runs ft-restore, relaunches, and the job
+# ends with the fault-free digest.  Then the same inside a Slurm
+# allocation: the nodes come from SLURM_JOB_NODELIST, the spare is the
+# node beyond --nodes 4 that --spares 1 allows.
+# shellcheck source=tests/chaos/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_cluster
+STEPS=16 EVERY=2
+TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 4)
+unset SLURM_JOB_NODELIST
+export OMPI_MCA_plm_rsh_agent=$SRC/scripts/ft-rsh OMPI_MCA_plm_rsh_no_tree_spawn=1 \
+  OMPI_MCA_btl=tcp,vader,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+export FT_PROBE_TRIES=2   # a lost host: 2 failed probes, 1 s apart
+
+# hf_launch_bg LOG ARGS...: ft-launch ARGS on the cluster's head (not
+# --cluster: it knows nothing of ft-cluster) in the background; LPID.
+hf_launch_bg() {
+  local log=$1; shift
+  : >"$WORK/$log"
+  timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
+    ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
+  LPID=$!
+  BG_PIDS+=("$LPID")
+}
+
+up chost 4 --spares 1
+printf '%s\n' '# the job: h1..h4; s1 stands by' 'h1 slots=2' 'h2' 'h3 slots=2' 'h4' 's1 spare' \
+  >"$WORK/hostfile"
+
+begin "fault-free reference on the hostfile's hosts"
+hf_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$RANDOM"
+finish
+expect_rc ref 0 "fault-free run on the hostfile"
+expect_line ref "^ft-launch: on hosts h1 h2 h3 h4 \(hostfile $WORK/hostfile\); spares: up to 1 of s1$" "fault-free run"
+REF=$(digest_of ref)
+[ -n "$REF" ] || die_with ref "fault-free run printed no digest"
+ok "fault-free digest $REF on h1..h4, s1 left as the spare"
+
+begin "hostfile: h2 killed at step 8, found lost by the probe, s1 takes its place"
+export FT_JOB=hf
+FT_HOLD=step=8 hf_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB"
+# shellcheck disable=SC2034  # read by chaos (lib.sh): where it strikes
+HOLD_WHEN=step=8
+chaos hf kill-node h2
+finish
+expect_rc hf 0 "ft-launch --hostfile --restarts 1"
+expect_line hf "^ft-launch: \[\+[0-9.]+s\] job failed; host\(s\) of the job cannot run a command \('$SRC/scripts/ft-rsh HOST true' failed 2 times\): h2$" "h2 lost"
+expect_line hf '^ft-launch: lost host\(s\): h2; replacing them with spare\(s\) s1$' "s1 replaces h2"
+expect_line hf '^ft-launch: \[\+[0-9.]+s\] running ft-restore --mode replace on 4 node\(s\): h1 s1 h3 h4$' "ft-restore"
+expect_line hf '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "ft-restore rebuilds h2 on s1"
+expect_line hf '^ft-launch: on hosts h1 s1 h3 h4 \(hostfile ' "relaunch with s1 in h2's place"
+expect_resumed hf 8 8 "h2 lost"
+expect_digest hf "h2 lost"
+expect_line hf '^ft-launch: \[\+[0-9.]+s\] done: success after 1 restart\(s\): h2 -> s1$' "the last line"
+ok "h2 lost: probe found it, s1 from the hostfile rebuilt, resumed from step $RESUMED, digest matches"
+
+begin "Slurm: SLURM_JOB_NODELIST=h[1-4],s1 --nodes 4 --spares 1; h3 killed at step 8"
+up chost 4 --spares 1
+export FT_JOB=sl
+SLURM_JOB_NODELIST='h[1-4],s1' FT_PROBE=$SRC/scripts/ft-rsh FT_HOLD=step=8 \
+  hf_launch_bg sl --nodes 4 --spares 1 --restarts 1 --job "$FT_JOB"
+chaos sl kill-node h3
+finish
+expect_rc sl 0 "ft-launch in a Slurm allocation --restarts 1"
+expect_line sl '^ft-launch: on hosts h1 h2 h3 h4 \(Slurm allocation h\[1-4\],s1\); spares: up to 1 of s1$' "Slurm nodes"
+expect_line sl '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+expect_line sl '^ft-restore: lost node 2 \(h3, group 0 position [0-3]\) -> s1$' "ft-restore rebuilds h3 on s1"
+expect_resumed sl 8 8 "h3 lost"
+expect_digest sl "h3 lost"
+ok "Slurm allocation: h3 lost, s1 (beyond --nodes 4) rebuilt, resumed from step $RESUMED, digest matches"

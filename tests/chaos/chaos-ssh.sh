@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The hostfile path over ssh, as on a cluster (issue 15.3): the hosts of an
+# ft-cluster run sshd (ft-cluster up --sshd), a hostfile of their names is
+# written by hand, and ft-launch runs on the head with nothing of ours
+# between it and the hosts: mpirun's default agent (ssh) starts the
+# daemons, ft-launch's default probe (ssh HOST true) finds the lost host.
+# h2 is killed at step 8; the spare the hostfile marks is rebuilt, the job
+# resumes from step 8 with the fault-free digest.  Skips without sshd.
+# shellcheck source=tests/chaos/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_cluster
+[ -x /usr/sbin/sshd ] && command -v ssh >/dev/null ||
+  skip "openssh-server and openssh-client are not installed (scripts/install-deps)"
+STEPS=16 EVERY=2
+TRAIN=("$BLD/ft-train-example" --steps "$STEPS" --snapshot-every "$EVERY" --state-mb 4)
+unset OMPI_MCA_plm_rsh_agent
+export FT_PROBE_TRIES=1   # ssh waits its ConnectTimeout (10 s) for a dead host: once is enough here
+
+ssh_launch_bg() {  # ssh_launch_bg LOG ARGS...: ft-launch ARGS on the head; LPID
+  local log=$1; shift
+  : >"$WORK/$log"
+  timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
+    ft-launch "$@" -- "${TRAIN[@]}" >"$WORK/$log" 2>&1 &
+  LPID=$!
+  BG_PIDS+=("$LPID")
+}
+
+up cssh 4 --spares 1 --sshd
+printf '%s\n' h1 h2 h3 h4 's1 spare' >"$WORK/hostfile"
+ft-cluster exec --name "$CL" head ssh h3 hostname >"$WORK/ssh.out" 2>&1 &&
+  [ "$(cat "$WORK/ssh.out")" = h3 ] || { cat "$WORK/ssh.out"; fail "ssh h3 hostname from the head"; }
+ok "ssh h3 from the head runs on h3"
+
+begin "fault-free reference over ssh"
+ssh_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$RANDOM"
+finish
+expect_rc ref 0 "fault-free run over ssh"
+REF=$(digest_of ref)
+[ -n "$REF" ] || die_with ref "fault-free run printed no digest"
+ok "fault-free digest $REF"
+
+begin "h2 killed at step 8: ssh cannot reach it, s1 takes its place"
+export FT_JOB=ssh
+FT_HOLD=step=8 ssh_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB"
+# shellcheck disable=SC2034  # read by chaos (lib.sh): where it strikes
+HOLD_WHEN=step=8
+chaos hf kill-node h2
+finish
+expect_rc hf 0 "ft-launch --hostfile --restarts 1 over ssh"
+expect_line hf "^ft-launch: \[\+[0-9.]+s\] job failed; host\(s\) of the job cannot run a command \('ssh -o BatchMode=yes -o ConnectTimeout=10 HOST true' failed once\): h2$" "h2 lost"
+expect_line hf '^ft-launch: lost host\(s\): h2; replacing them with spare\(s\) s1$' "s1 replaces h2"
+expect_line hf '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "ft-restore rebuilds h2 on s1"
+expect_resumed hf 8 8 "h2 lost"
+expect_digest hf "h2 lost"
+ok "over ssh: h2 lost, s1 rebuilt, resumed from step $RESUMED, digest matches"
