@@ -210,11 +210,11 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }
   if ((v = get("FT_HOLD", arg))) {
-    ft__hold_spec_t h;
-    if (strlen(v) >= sizeof(cfg->hold) || ft__hold_parse(v, &h) != 0)
+    if (strlen(v) >= sizeof(cfg->hold) || ft__hold_parse_list(v) != 0)
       return ft__msgf(FT_ECONFIG, msg, msglen,
                       "FT_HOLD=%s: expected step=N or phase=P[,step=N] with P "
-                      "snapshot|crc|encode|commit|restore",
+                      "snapshot|crc|encode|commit|restore, or several of "
+                      "them separated by ';'",
                       v);
     snprintf(cfg->hold, sizeof(cfg->hold), "%s", v);
   }

@@ -55,9 +55,47 @@ int ft__hold_parse(const char *s, ft__hold_spec_t *out) {
   return parse_step(comma + 6, &out->step);
 }
 
+/* Part i (0-based) of a ';'-separated list into part; 0 when there is no
+ * such part or it does not fit. */
+static int part_of(const char *list, int i, char *part, size_t len) {
+  const char *p = list;
+  for (; p && i > 0; i--) {
+    p = strchr(p, ';');
+    p = p ? p + 1 : NULL;
+  }
+  if (!p)
+    return 0;
+  const char *end = strchr(p, ';');
+  size_t n = end ? (size_t)(end - p) : strlen(p);
+  if (n >= len)
+    return 0;
+  memcpy(part, p, n);
+  part[n] = '\0';
+  return 1;
+}
+
+int ft__hold_parse_list(const char *s) {
+  char part[96];
+  ft__hold_spec_t h;
+  if (!s || !*s)
+    return -1;
+  int i = 0;
+  for (; part_of(s, i, part, sizeof(part)); i++)
+    if (ft__hold_parse(part, &h) != 0)
+      return -1;
+  /* every part was read: as many as there are separators plus one */
+  int parts = 1;
+  for (const char *p = s; *p; p++)
+    parts += *p == ';';
+  return i == parts ? 0 : -1;
+}
+
 int ft__hold_spec_for(const char *spec, uint32_t mask, ft__hold_spec_t *out) {
-  return spec && *spec && ft__hold_parse(spec, out) == 0 &&
-         ((mask >> out->point) & 1);
+  char part[96];
+  for (int i = 0; spec && part_of(spec, i, part, sizeof(part)); i++)
+    if (ft__hold_parse(part, out) == 0 && ((mask >> out->point) & 1))
+      return 1;
+  return 0;
 }
 
 void ft__hold_format(const ft__hold_spec_t *h, char *out, size_t len) {

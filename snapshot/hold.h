@@ -44,8 +44,13 @@ typedef struct ft__hold_spec {
 
 /* Parse "step=N" or "phase=P[,step=N]".  0, or -1 when malformed. */
 int ft__hold_parse(const char *s, ft__hold_spec_t *out);
-/* FT_HOLD as given to one kind of process: 1 and *out when spec names one
- * of the points in mask (a bit per ft__hold_point_t), else 0. */
+/* FT_HOLD: one spec, or several separated by ';' (for example
+ * "step=8;phase=restore": the job's processes hold at step 8, ft-restore
+ * at its rebuild).  0 when every part parses, -1 otherwise. */
+int ft__hold_parse_list(const char *s);
+/* FT_HOLD as given to one kind of process: 1 and *out for the first part
+ * of spec that names one of the points in mask (a bit per
+ * ft__hold_point_t), else 0. */
 int ft__hold_spec_for(const char *spec, uint32_t mask, ft__hold_spec_t *out);
 /* The same text back ("step=8", "phase=encode,step=8"). */
 void ft__hold_format(const ft__hold_spec_t *h, char *out, size_t len);

@@ -50,6 +50,28 @@ START_TEST(parse_bad) {
 }
 END_TEST
 
+/* FT_HOLD with several points: each process takes the first one of its
+ * kind; a list with any bad part is refused. */
+START_TEST(parse_list) {
+  ft__hold_spec_t h;
+  const char *both = "step=8;phase=restore";
+  ck_assert_int_eq(ft__hold_parse_list(both), 0);
+  ck_assert_int_eq(ft__hold_spec_for(both, ~(1u << FT_HOLD_RESTORE), &h), 1);
+  ck_assert_uint_eq(h.point, FT_HOLD_STEP);
+  ck_assert_uint_eq(h.step, 8);
+  ck_assert_int_eq(ft__hold_spec_for(both, 1u << FT_HOLD_RESTORE, &h), 1);
+  ck_assert_uint_eq(h.point, FT_HOLD_RESTORE);
+  ck_assert_int_eq(ft__hold_spec_for("phase=commit", 1u << FT_HOLD_RESTORE, &h),
+                   0);
+  ck_assert_int_eq(ft__hold_parse_list("phase=encode,step=8"), 0);
+  static const char *const bad[] = {"",        ";",           "step=8;",
+                                    ";step=8", "step=8;;step=9", "step=8;x",
+                                    "x;step=8"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    ck_assert_msg(ft__hold_parse_list(bad[i]) == -1, "'%s' accepted", bad[i]);
+}
+END_TEST
+
 static const char *env_hold(const char *name, void *arg) {
   return strcmp(name, "FT_HOLD") == 0 ? arg : NULL;
 }
@@ -207,6 +229,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, parse_good);
   tcase_add_test(tc, parse_bad);
+  tcase_add_test(tc, parse_list);
   tcase_add_test(tc, config_names_the_variable);
   tcase_add_test(tc, gate_unarmed);
   tcase_add_test(tc, gate_armed);

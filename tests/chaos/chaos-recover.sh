@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A fault during recovery itself (issue 15.2): 4 hosts (3+1) + 2 spares.
+# Under ft-launch --restarts 2 --spares 2, h2 is lost at step 8; ft-launch
+# finds h2 lost, runs ft-restore onto spare s1 and, as s1's ft-restore
+# holds in the middle of its rebuild (FT_HOLD="step=8;phase=restore"), s1
+# is partitioned.  The other ranks of
+# ft-restore would wait for s1 forever: ft-launch's watchdog ends ft-restore
+# once s1 has been unreachable for --timeout, the next restart finds s1
+# lost, rebuilds h2's node onto s2, and the job resumes from step 8 with the
+# fault-free digest.
+# shellcheck source=tests/chaos/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_cluster
+STEPS=12 EVERY=2
+TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 2)
+up crecover 4 --spares 2
+begin "fault-free reference: 4 hosts, 3+1, $STEPS steps"
+reference ref "$STEPS" --nodes 4
+ok "fault-free digest $REF"
+
+begin "h2 lost at step 8; the spare being rebuilt partitioned during ft-restore"
+export FT_JOB=partition-restore
+# One FT_HOLD, two points: the job holds at step 8 (where h2 is killed),
+# the first ft-restore of --restarts in the middle of its rebuild.
+FT_HOLD="step=8;phase=restore" launch_bg again "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
+HOLD_WHEN=step=8
+chaos again.first kill-node h2
+HOLD_WHEN=phase=restore
+chaos again partition s1
+finish
+expect_line again.chaos "ft-restore held on s1" "partition during ft-restore"
+expect_line again '^ft-launch: host s1 unreachable for [0-9]+ s \(timeout 10 s\): ending the job$' "the watchdog ended the hung ft-restore"
+expect_line again 'replacing them with spare\(s\) s2' "s1 lost: s2 takes the node"
+expect_rc again 0 "a spare partitioned during ft-restore, ft-launch --restarts 2 --spares 2"
+expect_line again '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "the version of step 8 rebuilt onto s2"
+expect_resumed again 8 8 "after a partition during ft-restore"
+expect_digest again "after a partition during ft-restore"
+ok "s1 partitioned during ft-restore: ended by the watchdog, rebuilt onto s2, resumed from step 8, digest matches"
+echo "PASS: a fault during recovery"
