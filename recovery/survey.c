@@ -62,9 +62,10 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
  * then the node's metadata counts as unreadable (the node as lost), never
  * as without a pending layout.  Otherwise it describes nothing here and is
  * ignored (the rebuild removes it).  FT_ENOMEM only.  After read_slots. */
-static int pending_copy(const ft__rnode_t *me) {
+static int pending_copy(const ft__restore_t *r, const ft__rnode_t *me) {
   for (int i = 0; i < FT_NSLOTS; i++)
-    if ((me->slot_rc[i] && me->slot_rc[i] != FT_ENOENT) ||
+    if ((me->slot_rc[i] && me->slot_rc[i] != FT_ENOENT &&
+         !ft__slot_blank(r->dir, i)) ||
         (ft__slot_held(me->slot_ok[i], me->state[i], me->version[i]) &&
          me->vlayout[i] != me->layout))
       return 1;
@@ -78,7 +79,7 @@ static int read_pending(const ft__restore_t *r, ft__rnode_t *me,
     me->pend_epoch = tmp->epoch;
     me->pend_layout = tmp->layout;
     me->pend_node = (int32_t)tmp->node;
-  } else if (rc != FT_ENOENT && rc != FT_ENOMEM && pending_copy(me)) {
+  } else if (rc != FT_ENOENT && rc != FT_ENOMEM && pending_copy(r, me)) {
     snprintf(me->err_msg, sizeof(me->err_msg), "%s/%s: unreadable",
              r->dir, FT_META_PENDING);
     me->has_meta = 0;

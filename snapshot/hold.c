@@ -79,10 +79,14 @@ int ft__hold_parse_list(const char *s) {
   ft__hold_spec_t h;
   if (!s || !*s)
     return -1;
-  int i = 0;
-  for (; part_of(s, i, part, sizeof(part)); i++)
+  int i = 0, restore = 0, others = 0;
+  for (; part_of(s, i, part, sizeof(part)); i++) {
     if (ft__hold_parse(part, &h) != 0)
       return -1;
+    /* one point per kind of process: a second would never be armed */
+    if (h.point == FT_HOLD_RESTORE ? restore++ : others++)
+      return -1;
+  }
   /* every part was read: as many as there are separators plus one */
   int parts = 1;
   for (const char *p = s; *p; p++)

@@ -44,9 +44,10 @@ typedef struct ft__hold_spec {
 
 /* Parse "step=N" or "phase=P[,step=N]".  0, or -1 when malformed. */
 int ft__hold_parse(const char *s, ft__hold_spec_t *out);
-/* FT_HOLD: one spec, or several separated by ';' (for example
- * "step=8;phase=restore": the job's processes hold at step 8, ft-restore
- * at its rebuild).  0 when every part parses, -1 otherwise. */
+/* FT_HOLD: one spec, or one for the job and one for ft-restore separated
+ * by ';' (for example "step=8;phase=restore": the job's processes hold at
+ * step 8, ft-restore at its rebuild).  0 when every part parses and no two
+ * are for the same kind of process, -1 otherwise. */
 int ft__hold_parse_list(const char *s);
 /* FT_HOLD as given to one kind of process: 1 and *out for the first part
  * of spec that names one of the points in mask (a bit per

@@ -66,7 +66,9 @@ START_TEST(parse_list) {
   ck_assert_int_eq(ft__hold_parse_list("phase=encode,step=8"), 0);
   static const char *const bad[] = {"",        ";",           "step=8;",
                                     ";step=8", "step=8;;step=9", "step=8;x",
-                                    "x;step=8"};
+                                    "x;step=8", "phase=crc;phase=encode",
+                                    "step=8;phase=snapshot",
+                                    "phase=restore;phase=restore,step=3"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     ck_assert_msg(ft__hold_parse_list(bad[i]) == -1, "'%s' accepted", bad[i]);
 }
