@@ -703,13 +703,9 @@ static int write_reslice(ft__restore_t *r, ft__meta_t *spare_meta,
                                    : FT_OK);
   if (rc == FT_OK && node >= 0)
     rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
-  /* The group tables stay those of the version's layout: when that was
-   * the pending one, its table becomes the current one (readers take the
-   * table matching their metadata, so the order of the renames is free). */
-  if (rc == FT_OK && node >= 0 && r->gname &&
-      strcmp(r->gname, FT_GROUP_META_PENDING) == 0)
-    rc = ft__store_rename(r->dir, FT_GROUP_META_PENDING, FT_GROUP_META,
-                          r->msg, sizeof(r->msg));
+  /* The group table stays the one of the version's layout: when that was
+   * the pending one, tidy makes it the current one (ft__meta_drop_pending
+   * keeps the table that matches m). */
   return rc == FT_OK && node >= 0 ? tidy(r, m, 0) : rc;
 }
 

@@ -251,10 +251,14 @@ static int pending_newer(const ft__restore_t *r, int *use) {
  * newest epoch, and holding the version v those nodes hold in common? */
 /* Do n and o hold the same copy of version v: same step, made at the same
  * epoch (version numbers alone repeat across histories). */
-static int same_copy(const ft__rnode_t *n, const ft__rnode_t *o, uint64_t v) {
-  int a = holds(n, v), b = holds(o, v);
+static int copies_match(const ft__rnode_t *n, int a, const ft__rnode_t *o,
+                        int b) {
   return a >= 0 && b >= 0 && n->step[a] == o->step[b] &&
          n->vepoch[a] == o->vepoch[b] && n->vlayout[a] == o->vlayout[b];
+}
+
+static int same_copy(const ft__rnode_t *n, const ft__rnode_t *o, uint64_t v) {
+  return copies_match(n, holds(n, v), o, holds(o, v));
 }
 
 static int rightful(const ft__restore_t *r, int i, uint64_t newest,
@@ -297,8 +301,7 @@ static int rightful_pending(const ft__restore_t *r, int i, uint64_t newest,
     int b = holds(o, v);
     if (o->layout != n->pend_layout || o->node == n->pend_node)
       return 0;
-    if (b >= 0 && (o->step[b] != n->step[a] || o->vepoch[b] != n->vepoch[a] ||
-                   o->vlayout[b] != n->vlayout[a]))
+    if (b >= 0 && !copies_match(n, a, o, b))
       return 0; /* a newest node lacking v (its copy damaged) says nothing */
   }
   return 1;

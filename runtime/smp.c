@@ -591,6 +591,21 @@ static int described(const smp_t *s, int i) {
  * every node encoded it under that layout, so it becomes the current one
  * (the re-slice point it replaces and its adopted stores go); otherwise
  * the pending layout never committed anything and is dropped. */
+/* A version of the pending layout has committed on every node: it becomes
+ * the current layout, replacing the old one and the re-slice point made in
+ * it, whose adopted stores of lost nodes go. */
+static int promote_pending(smp_t *s) {
+  int rc = ft__meta_promote(s->c->dir, s->msg, sizeof(s->msg));
+  if (rc)
+    return rc;
+  s->pending = 0;
+  s->ctl->restore_reslice = 0;
+  char msg[512];
+  if (ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
+    FT_LOGW(&s->c->log, "%s (the re-slice point is gone: never read)", msg);
+  return FT_OK;
+}
+
 static int settle_pending(smp_t *s, int slot) {
   char msg[512];
   if (!s->pend)
@@ -602,15 +617,13 @@ static int settle_pending(smp_t *s, int slot) {
       FT_LOGW(&s->c->log, "%s (a pending layout is never used)", msg);
     return FT_OK;
   }
-  int rc = ft__meta_promote(s->c->dir, s->msg, sizeof(s->msg));
-  if (rc)
-    return rc;
-  ft__meta_t *old = s->meta;
-  s->meta = s->pend;
-  s->pend = old;
-  if (ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
-    FT_LOGW(&s->c->log, "%s (never read again)", msg);
-  return FT_OK;
+  int rc = promote_pending(s);
+  if (rc == FT_OK) {
+    ft__meta_t *old = s->meta;
+    s->meta = s->pend;
+    s->pend = old;
+  }
+  return rc;
 }
 
 static int agree_restore(smp_t *s) {
@@ -1025,21 +1038,6 @@ static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
   tot->cpu_s += cpu;
 }
 
-/* The first version committed in a new layout: the pending layout becomes
- * the current one, replacing the old layout and the re-slice point made in
- * it, whose adopted stores of lost nodes go. */
-static int end_pending(smp_t *s) {
-  int rc = ft__meta_promote(s->c->dir, s->msg, sizeof(s->msg));
-  if (rc)
-    return rc;
-  s->pending = 0;
-  s->ctl->restore_reslice = 0;
-  char msg[512];
-  if (ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
-    FT_LOGW(&s->c->log, "%s (the re-slice point is gone: never read)", msg);
-  return FT_OK;
-}
-
 /* The hold points an SMP passes in protect() (hold.h). */
 #define SMP_HOLDS                                                              \
   ((1u << FT_HOLD_CRC) | (1u << FT_HOLD_ENCODE) | (1u << FT_HOLD_COMMIT))
@@ -1092,7 +1090,7 @@ static int protect(smp_t *s, uint64_t v) {
   ft__store64(&s->ctl->committed_version, v);
   ft__store32(&s->ctl->phase, FT_PHASE_IDLE);
   ft__ctl_notify(s->ctl);
-  if (s->pending && (rc = end_pending(s)))
+  if (s->pending && (rc = promote_pending(s)))
     return rc;
   return prepare(s, v + 1);
 }

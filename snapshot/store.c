@@ -998,11 +998,9 @@ int ft__store_clear(const char *dir, char *msg, size_t msglen) {
                                       FT_GROUP_META_PENDING, "slot0",
                                       "slot1"};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-    char path[FT_PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-    if (unlink(path) != 0 && errno != ENOENT)
-      return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
-                      path, strerror(errno));
+    int rc = unlink_in(dir, files[i], msg, msglen);
+    if (rc)
+      return rc;
   }
   return ft__store_remove_adopted(dir, msg, msglen);
 }

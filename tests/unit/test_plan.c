@@ -29,6 +29,14 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The groups of the NODES-node job, as its SMPs form them. */
+static void form(ft__groups_t *g) {
+  char msg[256];
+  ck_assert_msg(ft__groups_form(NODES, NULL, K, M, g, msg, sizeof(msg)) ==
+                    FT_OK,
+                "%s", msg);
+}
+
 /* Node n's summary, as its rank would gather it: it holds version 4 (step
  * 8) committed in slot 0, made under layout 1 at epoch 1. */
 static void summary(ft__rnode_t *s, const ft__groups_t *g, int n) {
@@ -55,9 +63,7 @@ static void summary(ft__rnode_t *s, const ft__groups_t *g, int n) {
 static int plan(const unsigned char *lost, ft__restore_t *r, int **helper_of,
                 double *secs) {
   ft__groups_t g;
-  char msg[256];
-  ck_assert_int_eq(ft__groups_form(NODES, NULL, K, M, &g, msg, sizeof(msg)),
-                   FT_OK);
+  form(&g);
   memset(r, 0, sizeof(*r));
   snprintf(r->job, sizeof(r->job), "plan");
   snprintf(r->host, sizeof(r->host), "node0000");
@@ -95,9 +101,7 @@ static void release(ft__restore_t *r, int *helper_of) {
 START_TEST(one_lost_per_group) {
   static unsigned char lost[NODES];
   ft__groups_t g;
-  char msg[256];
-  ck_assert_int_eq(ft__groups_form(NODES, NULL, K, M, &g, msg, sizeof(msg)),
-                   FT_OK);
+  form(&g);
   int ngroups = g.ngroups;
   memset(lost, 0, sizeof(lost));
   for (int grp = 0; grp < ngroups; grp++) /* a different position each */
@@ -135,9 +139,7 @@ END_TEST
 START_TEST(three_lost_in_one_group) {
   static unsigned char lost[NODES];
   ft__groups_t g;
-  char msg[256];
-  ck_assert_int_eq(ft__groups_form(NODES, NULL, K, M, &g, msg, sizeof(msg)),
-                   FT_OK);
+  form(&g);
   int grp = g.ngroups - 1; /* the last group: with the leftover nodes */
   memset(lost, 0, sizeof(lost));
   for (int p = 0; p < M + 1; p++)
