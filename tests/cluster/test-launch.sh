@@ -45,8 +45,12 @@ for w in ' --map-by ppr:2:node ' ' -np 4 '; do
   [[ " $out " == *"$w"* ]] || fail "hostfile dry run lacks '$w': $out"
 done
 printf 'localhost slots=2 domain=rack9\n' >"$WORK/racks"
-out=$("$L" --hostfile "$WORK/racks" --ppn 1 -- env 2>/dev/null) || fail "hostfile with a domain label"
-[ "$(grep -c '^FT_FAILURE_DOMAINS=localhost=rack9$' <<<"$out")" -eq 2 ] ||
+# Each rank writes what it sees to a file of its own: two ranks' env
+# output on one stdout can interleave mid-line on a loaded machine.
+"$L" --hostfile "$WORK/racks" --ppn 1 -- sh -c \
+  'env | grep "^FT_FAILURE_DOMAINS=" >"$0.$OMPI_COMM_WORLD_RANK"' "$WORK/dom" 2>/dev/null ||
+  fail "hostfile with a domain label"
+[ "$(cat "$WORK/dom.0" "$WORK/dom.1" 2>/dev/null | grep -c '^FT_FAILURE_DOMAINS=localhost=rack9$')" -eq 2 ] ||
   fail "domain=rack9 of the hostfile did not reach both ranks as FT_FAILURE_DOMAINS"
 ok "a hostfile's domain= label reaches every rank as FT_FAILURE_DOMAINS"
 expect_rc 1 'names 3 hosts' --hostfile "$WORK/hosts" --nodes 4 -- true
