@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/pulse.h"
+
 typedef struct ft__exchange {
   MPI_Comm comm;
   const int *members; /* [n] node index of each group position */
@@ -26,7 +28,9 @@ typedef struct ft__exchange {
   uint8_t *parity;     /* m contiguous chunks, overwritten */
   uint64_t *data_crc;  /* NULL, or k CRC64s of the data chunks, computed on
                           the way out (no separate pass over the data) */
-  double timeout_s;
+  double timeout_s;     /* without pulse: a window may take this long */
+  ft__pulse_t *pulse;   /* NULL, or heartbeats: a window may take as long
+                           as it needs while no peer falls silent */
   void (*midway)(void *arg); /* optional: called halfway (fault injection) */
   void *midway_arg;
   /* results */
@@ -35,7 +39,8 @@ typedef struct ft__exchange {
   uint64_t bytes_sent, bytes_recv;
 } ft__exchange_t;
 
-/* FT_ETIMEDOUT (msg names the first group position that did not send),
+/* FT_ETIMEDOUT (msg names the first group position that did not send;
+ * with a pulse, its silent field says which peer fell silent),
  * FT_EMPI, FT_ENOMEM, FT_EINVAL.  msg may be NULL; it is written only for
  * FT_ETIMEDOUT. */
 int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen);

@@ -153,6 +153,13 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   /* The SMP prepares the store and the control segment; the trainers attach
    * only after the node's broadcast says it is ready. */
   local = c->is_smp ? ft__smp_start(c, msg, sizeof(msg)) : FT_OK;
+  /* An SMP that found a peer silent must not enter a collective over
+   * every process: the silent one would never join it and the job would
+   * hang.  It says why and exits; mpirun ends the job. */
+  if (c->is_smp && local == FT_ETIMEDOUT) {
+    FT_LOGE(&c->log, "ft_init: %s", msg);
+    _exit(1);
+  }
   int smp_rc = local;
   MPI_Bcast(&smp_rc, 1, MPI_INT, 0, c->node_comm);
   if (!c->is_smp && smp_rc == FT_OK)

@@ -28,6 +28,7 @@
 #include "base/agree.h"
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/pulse.h"
 #include "ec/exchange.h"
 #include "ec/layout.h"
 #include "runtime/topo.h"
@@ -59,31 +60,37 @@ typedef struct ft__smp {
   uint64_t run; /* run id (store.h), agreed at start-up */
   int lock_fd; /* flock on the store: this launch's, until the process ends */
   int damaged; /* a slot that is not blank failed validation (store.h) */
+  ft__pulse_t pulse; /* heartbeats with the other SMPs (base/pulse.h) */
   char msg[512];
 } smp_t;
 
 /* ---- waiting on MPI without spinning ---- */
 
-/* MPI_Test with growing naps; FT_ETIMEDOUT after FT_TIMEOUT, which makes
- * the SMP exit non-zero so that mpirun ends the job and recovery starts. */
+/* "SMP rank R", or "node N (HOST)" once the nodes are sorted. */
+static void name_rank(const smp_t *s, int rank, char *out, size_t len) {
+  snprintf(out, len, "SMP rank %d", rank);
+  for (int i = 0; s->order && s->hosts && i < s->nnodes; i++)
+    if (s->order[i] == rank && s->hosts[i][0])
+      snprintf(out, len, "node %d (%.*s)", i, FT_NAME_MAX, s->hosts[i]);
+}
+
+/* FT_ETIMEDOUT for a wait on what, naming the peer that fell silent. */
+static int silent_peer(smp_t *s, const char *what) {
+  char who[FT_NAME_MAX + 32];
+  name_rank(s, s->pulse.silent, who, sizeof(who));
+  return ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
+                  "%s: no sign of life from %s for %.0f s (FT_TIMEOUT %.0f s); "
+                  "it may be dead, stopped or partitioned",
+                  what, who, s->pulse.silent_s, s->c->cfg.timeout_s);
+}
+
+/* Complete a request while exchanging heartbeats; FT_ETIMEDOUT when a peer
+ * has been silent for FT_TIMEOUT (however long the wait itself takes),
+ * which makes the SMP exit non-zero so that mpirun ends the job and
+ * recovery starts. */
 static int wait_req(smp_t *s, MPI_Request *req, const char *what) {
-  double start = ft__now(), nap = 20e-6;
-  for (;;) {
-    int done = 0;
-    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return FT_EMPI;
-    if (done)
-      return FT_OK;
-    if (ft__now() - start > s->c->cfg.timeout_s)
-      return ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
-                      "%s: no answer from every SMP in %.0f s (FT_TIMEOUT); "
-                      "a node may be dead or partitioned",
-                      what, s->c->cfg.timeout_s);
-    struct timespec ts = {0, (long)(nap * 1e9)};
-    nanosleep(&ts, NULL);
-    if (nap < 2e-3)
-      nap *= 2;
-  }
+  int rc = ft__pulse_wait(&s->pulse, 1, req, NULL, 2e-3);
+  return rc == FT_ETIMEDOUT ? silent_peer(s, what) : rc;
 }
 
 static int allgather(smp_t *s, const void *in, void *out, int bytes,
@@ -694,6 +701,13 @@ static void arm_hold(smp_t *s) {
     ft__hold_arm(s->ctl, &h);
 }
 
+/* The trainers' sign that their SMP lives (trainer.c wait_for). */
+static void publish_beat(void *arg) {
+  smp_t *s = arg;
+  if (s->ctl)
+    ft__store64(&s->ctl->smp_beat, s->pulse.beats);
+}
+
 int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   smp_t *s = ft__calloc(1, sizeof(*s));
   /* Every later step is collective over the SMPs and needs s: an SMP
@@ -708,6 +722,18 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   c->smp = s;
   s->c = c;
   s->gcomm = MPI_COMM_NULL;
+  /* Heartbeats from here on: every later wait on a peer ends when that
+   * peer falls silent, not after a fixed time. */
+  rc = ft__pulse_init(&s->pulse, c->smp_comm, c->cfg.timeout_s);
+  if (rc)
+    return ft__msgf(rc, msg, msglen,
+                    rc == FT_ETIMEDOUT
+                        ? "start-up: not every SMP came within %.0f s "
+                          "(FT_TIMEOUT); a node may be dead or partitioned"
+                        : "start-up: cannot set up heartbeats (%.0f s)",
+                    c->cfg.timeout_s);
+  s->pulse.on_beat = publish_beat;
+  s->pulse.on_beat_arg = s;
   for (int i = 0; i < FT_NSLOTS; i++)
     s->slot[i].fd = -1;
   s->lock_fd = -1;
@@ -755,6 +781,8 @@ void ft__smp_free(ft_ctx_t *c) {
   ft__free(s->order);
   ft__free(s->hosts);
   ft__free(s->scratch);
+  if (s->pulse.heard)
+    ft__pulse_free(&s->pulse);
   if (s->lock_fd >= 0)
     close(s->lock_fd); /* this launch gives the store up */
   ft__free(s);
@@ -1003,10 +1031,13 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
       .parity = ft__slot_chunk(sl, sl->hdr->k),
       .data_crc = data_crc,
       .timeout_s = s->c->cfg.timeout_s,
+      .pulse = &s->pulse,
       .midway = encode_midway,
       .midway_arg = s,
   };
   int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
+  if (rc == FT_ETIMEDOUT && s->pulse.silent >= 0)
+    rc = silent_peer(s, "encode");
   if (rc == FT_OK)
     ft__slot_set_data_crcs(sl, data_crc);
   st->last_transfer = x.t_transfer;
@@ -1142,8 +1173,11 @@ void ft__smp_run(ft_ctx_t *c) {
       break;
     if (rc == 0 && finished(s))
       break;
+    if (rc == 0 && (rc = ft__pulse_poll(&s->pulse)) < 0)
+      break;
     if (rc == 0)
-      ft__ctl_wait(s->ctl, seq, 1.0);
+      ft__ctl_wait(s->ctl, seq,
+                   s->pulse.period_s < 2 ? s->pulse.period_s / 2 : 1.0);
   }
   if (rc < 0)
     stop(s, rc);

@@ -132,10 +132,13 @@ static void publish(ft_ctx_t *c) {
   ft__ctl_notify(c->ctl);
 }
 
-/* Wait until cond(c) holds, sleeping on the futex; FT_ETIMEDOUT after the
- * configured timeout, FT_EPEER if the SMP reported a fatal error. */
+/* Wait until cond(c) holds, sleeping on the futex, however long that takes
+ * while the SMP shows signs of life (its heartbeat count moves, or it is
+ * held: hold.h); FT_ETIMEDOUT once it has shown none for the configured
+ * timeout, FT_EPEER if the SMP reported a fatal error. */
 static int wait_for(ft_ctx_t *c, int (*cond)(ft_ctx_t *), const char *what) {
   double deadline = ft__now() + c->cfg.timeout_s;
+  uint64_t beat = ft__load64(&c->ctl->smp_beat);
   for (;;) {
     uint32_t seq = ft__ctl_seq(c->ctl);
     if (cond(c))
@@ -145,11 +148,14 @@ static int wait_for(ft_ctx_t *c, int (*cond)(ft_ctx_t *), const char *what) {
       FT_LOGE(&c->log, "%s: the SMP stopped: %s", what, c->ctl->msg);
       return smp;
     }
-    if (ft__hold_active(c->ctl)) /* the SMP is held (hold.h), not lost */
+    uint64_t now_beat = ft__load64(&c->ctl->smp_beat);
+    if (now_beat != beat || ft__hold_active(c->ctl)) {
+      beat = now_beat;
       deadline = ft__now() + c->cfg.timeout_s;
+    }
     double left = deadline - ft__now();
     if (left <= 0) {
-      FT_LOGE(&c->log, "%s: no answer from the SMP of %s in %.0f s (FT_TIMEOUT)",
+      FT_LOGE(&c->log, "%s: no sign of life from the SMP of %s for %.0f s (FT_TIMEOUT)",
               what, c->host, c->cfg.timeout_s);
       return FT_ETIMEDOUT;
     }

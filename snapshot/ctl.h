@@ -85,6 +85,8 @@ typedef struct ft__ctl {
   uint64_t committed_version, committed_step;
   uint64_t started_ns;
   uint64_t smp_gate_step; /* step of the version the SMP protects (hold.h) */
+  uint64_t smp_beat; /* the SMP's heartbeats so far: it moves while the SMP
+                      * lives, however long a phase takes (base/pulse.h) */
   ft__ctl_hold_t hold;
   char host[FT_NAME_MAX];
   char msg[512];     /* message that goes with layout/smp status */

@@ -1,0 +1,64 @@
+/*
+ * Liveness by heartbeats: a peer has failed when nothing has been heard
+ * from it for the timeout (FT_TIMEOUT), not when a phase takes longer than
+ * the timeout.  Every process of the communicator sends an empty message to
+ * every other one each period while it polls (in every wait, and in its
+ * idle loop), so a slow peer that is still sending, or busy and polling,
+ * is never taken for a failed one, and a stopped or partitioned one is
+ * found within the timeout plus one period.
+ *
+ * Heartbeats travel on a duplicate of the communicator, so they never
+ * match other traffic.  Single-threaded: only the thread that polls calls
+ * MPI (MPI_THREAD_FUNNELED is enough).
+ */
+#ifndef FT_BASE_PULSE_H
+#define FT_BASE_PULSE_H
+
+#include <mpi.h>
+
+typedef struct ft__pulse {
+  MPI_Comm comm; /* duplicate of the peers' communicator, same ranks */
+  int rank, size;
+  double timeout_s; /* a peer silent this long has failed */
+  double period_s;  /* heartbeats this often */
+  double *heard;    /* [size] when each peer was last heard from */
+  double sent;      /* when ours last went out */
+  MPI_Request rreq;  /* the heartbeat receive, from any peer */
+  MPI_Request *sreq; /* [size] the heartbeat in flight to each peer */
+  unsigned long beats; /* heartbeats sent */
+  /* Optional: called after each round of heartbeats (to show local
+   * watchers, such as the trainers of an SMP, that this process lives). */
+  void (*on_beat)(void *arg);
+  void *on_beat_arg;
+  int *done;           /* room for MPI_Testsome's indices */
+  int done_cap;
+  int silent;          /* after FT_ETIMEDOUT: the rank that was silent */
+  double silent_s;     /* and for how long */
+} ft__pulse_t;
+
+/* Collective over comm: duplicate it and start listening.  The duplicate is
+ * made with MPI_Comm_idup and waited for at most timeout_s (FT_ETIMEDOUT:
+ * a peer never came).  FT_ENOMEM, FT_EMPI. */
+int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s);
+/* Stop listening and free (local; pending heartbeats are dropped). */
+void ft__pulse_free(ft__pulse_t *p);
+
+/* Take the heartbeats that arrived, send ours when one is due.  Cheap
+ * enough to call from any loop; FT_EMPI. */
+int ft__pulse_poll(ft__pulse_t *p);
+
+/* The rank heard from least recently, when it has been silent longer than
+ * the timeout, else -1 (sets silent and silent_s). */
+int ft__pulse_silent(ft__pulse_t *p);
+
+/* Complete n requests, polling between tests with naps that grow to
+ * nap_max seconds.  A request that completes is a sign of life of its peer
+ * (peer[i]: the rank in comm that request i sends to or receives from; -1,
+ * or peer NULL: none): a peer whose heartbeats queue behind its data on a
+ * slow link is alive as long as its data moves.  FT_OK; FT_ETIMEDOUT when a
+ * peer has been silent for the timeout (silent, silent_s say which; the
+ * requests left are still pending); FT_ENOMEM, FT_EMPI. */
+int ft__pulse_wait(ft__pulse_t *p, int n, MPI_Request *req, const int *peer,
+                   double nap_max);
+
+#endif
