@@ -93,7 +93,9 @@ static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
     ft__slot_t *s = &sv->adopted[sv->nadopted];
     int idx = (int)(c->ctl->restore_version % FT_NSLOTS);
     rc = ft__dir_sub(&c->dir, e->d_name, 0, &sub, msg, sizeof(msg));
-    if (rc == FT_OK && (rc = ft__meta_read(&sub, tmp, msg, sizeof(msg))) == FT_OK)
+    if (rc == FT_OK)
+      rc = ft__meta_read(&sub, tmp, msg, sizeof(msg));
+    if (rc == FT_OK)
       rc = ft__slot_open(s, &sub, idx, c->cfg.job, msg, sizeof(msg));
     ft__dir_close(&sub);
     if (rc) {

@@ -67,7 +67,8 @@ int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m,
       ft__msgf(arc, msg, msglen,
                "%s/%s: %s of the group is out of memory for the "
                "%zu-byte table",
-               dir->path, name, arc == FT_ENOMEM ? "this member" : "another member", total);
+               dir->path, name,
+               arc == FT_ENOMEM ? "this member" : "another member", total);
   }
   MPI_Request req;
   if (arc == FT_OK)

@@ -875,7 +875,8 @@ int ft__meta_read_as(const ft__dir_t *dir, const char *name, ft__meta_t *m,
   return rc;
 }
 
-int ft__meta_read(const ft__dir_t *dir, ft__meta_t *m, char *msg, size_t msglen) {
+int ft__meta_read(const ft__dir_t *dir, ft__meta_t *m, char *msg,
+                  size_t msglen) {
   return ft__meta_read_as(dir, FT_META, m, msg, msglen);
 }
 
