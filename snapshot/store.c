@@ -1125,7 +1125,8 @@ static int private_stat(const struct stat *st, const char *path, char *msg,
 }
 
 /* Why name in at (path) could not be opened as a directory: a link or
- * another file in its place, or errno err. */
+ * another file in its place, a directory that is not ours or not private
+ * (another user's may not even be readable: EACCES), or errno err. */
 static int open_refused(int at, const char *name, const char *path, int err,
                         char *msg, size_t msglen) {
   struct stat st;
@@ -1135,8 +1136,9 @@ static int open_refused(int at, const char *name, const char *path, int err,
                       "%s: a symbolic link, not a directory of this store: "
                       "remove it, or give FT_STORE_ROOT as the real path",
                       path);
-    if (!S_ISDIR(st.st_mode))
-      return ft__msgf(FT_ECONFIG, msg, msglen, "%s: not a directory", path);
+    int rc = private_stat(&st, path, msg, msglen);
+    if (rc)
+      return rc;
   }
   return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", path,
                   strerror(err));
