@@ -92,7 +92,8 @@ typedef struct bench {
   ft__ctl_t *ctl; /* this node's control segment */
   int local0;     /* first trainer of its node: reads the SMP counters */
   int local_idx;  /* this trainer's place in the node's slots */
-  char dir[FT_PATH_MAX], job[FT_JOB_MAX];
+  ft__dir_t dir; /* this node's store (store.h) */
+  char job[FT_JOB_MAX];
   ft__slot_t slot[FT_NSLOTS]; /* mapped to warm the snapshot's destination */
   size_t bytes;
   uint8_t *state, *dst;
@@ -288,13 +289,14 @@ static int attach_ctl(bench_t *b) {
   if (rc == FT_OK)
     rc = ft__store_dir(cfg.store_root, cfg.job, vnode, dir, sizeof(dir));
   if (rc == FT_OK)
-    rc = ft__ctl_attach(dir, &b->ctl, msg, sizeof(msg));
+    rc = ft__store_open_dir(cfg.store_root, dir, 0, &b->dir, msg, sizeof(msg));
+  if (rc == FT_OK)
+    rc = ft__ctl_attach(&b->dir, &b->ctl, msg, sizeof(msg));
   if (rc != FT_OK) {
     fprintf(stderr, "ft-bench-mpi: rank %d: control segment: %s\n",
             b->world_rank, msg);
     return rc;
   }
-  snprintf(b->dir, sizeof(b->dir), "%s", dir);
   snprintf(b->job, sizeof(b->job), "%s", cfg.job);
   b->local_idx = -1;
   for (uint32_t i = 0; i < b->ctl->nlocal && i < FT_MAX_LOCAL; i++)
@@ -308,7 +310,7 @@ static int attach_ctl(bench_t *b) {
 static int open_slots(bench_t *b) {
   char msg[512];
   for (int i = 0; i < FT_NSLOTS; i++) {
-    int rc = ft__slot_open(&b->slot[i], b->dir, i, b->job, msg, sizeof(msg));
+    int rc = ft__slot_open(&b->slot[i], &b->dir, i, b->job, msg, sizeof(msg));
     if (rc != FT_OK) {
       fprintf(stderr, "ft-bench-mpi: rank %d: %s\n", b->world_rank, msg);
       return rc;

@@ -93,8 +93,10 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
   char msg[512];
   if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
     return;
-  if (ft__store_open_dir(r->store_root, r->dir, msg, sizeof(msg)) != FT_OK ||
-      ft__ctl_create(r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
+  if ((r->dir.fd < 0 &&
+       ft__store_open_dir(r->store_root, r->dir.path, 1, &r->dir, msg,
+                          sizeof(msg)) != FT_OK) ||
+      ft__ctl_create(&r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
     fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", spec, msg);
     r->ctl = NULL;
     return;
@@ -107,18 +109,16 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
  * rewrites the store of a running job.  A node without a store (a spare)
  * has nothing to protect yet.  Every rank learns the first failure. */
 static int lock_store(ft__restore_t *r, double wait_s) {
-  int fd = -1, rc = FT_OK;
+  int fd = -1;
   /* A store this restore will read must be this user's own (store.h):
-   * checked where it is (then its lock is never waited for), and again
-   * once it is locked, so that none put in its place after the first look
-   * is read (every directory down to it is then ours and private).  None:
-   * nothing is read here (a spare). */
-  if (access(r->dir, F_OK) == 0)
-    rc = ft__store_open_dir(r->store_root, r->dir, r->msg, sizeof(r->msg));
+   * opened and checked where it is (then its lock is never waited for),
+   * and locked and read through the descriptor checked, so that none put
+   * in its place after the look is read.  None: nothing is read here (a
+   * spare; shape_helper makes it). */
+  int rc = ft__store_open_dir(r->store_root, r->dir.path, 0, &r->dir, r->msg,
+                              sizeof(r->msg));
   if (rc == FT_OK)
-    rc = ft__store_lock(r->dir, wait_s, &fd, r->msg, sizeof(r->msg));
-  if (rc == FT_OK)
-    rc = ft__store_open_dir(r->store_root, r->dir, r->msg, sizeof(r->msg));
+    rc = ft__store_lock(&r->dir, wait_s, &fd, r->msg, sizeof(r->msg));
   if (rc == FT_ENOENT) {
     r->msg[0] = '\0';
     rc = FT_OK;
@@ -154,8 +154,9 @@ int main(int argc, char **argv) {
   memcpy(r.store_root, cfg.store_root, sizeof(r.store_root));
   r.piece_bytes = cfg.piece_bytes;
   ft__fault_parse(&r.fault, cfg.fault);
-  ft__store_dir(cfg.store_root, cfg.job, cfg.vnode_ranks ? r.rank : -1, r.dir,
-                sizeof(r.dir));
+  ft__dir_init(&r.dir, "");
+  ft__store_dir(cfg.store_root, cfg.job, cfg.vnode_ranks ? r.rank : -1,
+                r.dir.path, FT_PATH_MAX);
   int rc = lock_store(&r, cfg.timeout_s);
   if (rc == FT_OK) {
     arm_hold(&r, cfg.hold);
@@ -166,6 +167,7 @@ int main(int argc, char **argv) {
     ft__store32(&r.ctl->phase, FT_PHASE_DONE);
     ft__ctl_notify(r.ctl);
   }
+  ft__dir_close(&r.dir);
   MPI_Finalize();
   return exit_code(rc);
 }

@@ -165,8 +165,8 @@ static int read_table(ft__restore_t *r, uint8_t **buf, size_t *len) {
     return ft__rsay(r, FT_ECORRUPT,
                     "%s: no group table in %s describes its layout: the "
                     "lost members of its group cannot be described",
-                    r->host, r->dir);
-  int rc = ft__store_read_file(r->dir, r->gname, 1u << 30, buf, len, msg,
+                    r->host, r->dir.path);
+  int rc = ft__store_read_file(&r->dir, r->gname, 1u << 30, buf, len, msg,
                                sizeof(msg));
   return rc ? ft__rsay(r, rc, "%s", msg) : FT_OK;
 }
@@ -238,7 +238,7 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
   for (int i = 0; i < FT_NSLOTS; i++)
     if (r->slot[i].map)
       ft__slot_close(&r->slot[i]);
-  return ft__store_clear(r->dir, msg, msglen);
+  return ft__store_clear(&r->dir, msg, msglen);
 }
 
 /* The slot that receives a lost node's chunks, shaped as the lost node's
@@ -248,9 +248,11 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
 static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
                         const uint8_t *table, size_t tlen) {
   int g = r->group_of[node], adopt = r->adopt[node];
-  char dir[FT_PATH_MAX + 16];
+  ft__dir_t sub, *dir = adopt ? &sub : &r->dir;
   ft__slot_t *sl = adopt ? &r->adopted[node] : &r->slot[r->version % FT_NSLOTS];
-  snprintf(dir, sizeof(dir), adopt ? "%s/adopt%d" : "%s", r->dir, node);
+  char name[32];
+  snprintf(name, sizeof(name), "adopt%d", node);
+  ft__dir_init(&sub, "");
   uint64_t bytes[FT_MAX_LOCAL];
   for (uint32_t i = 0; i < m->nlocal && i < FT_MAX_LOCAL; i++)
     bytes[i] = m->ranks[i].region_bytes;
@@ -262,8 +264,12 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   char msg[512] = "";
   if (rc == FT_OK && r->stale)
     rc = clear_stale(r, msg, sizeof(msg));
-  if (rc == FT_OK)
-    rc = ft__store_open_dir(r->store_root, dir, msg, sizeof(msg));
+  /* A spare's store is made here (lock_store found none). */
+  if (rc == FT_OK && r->dir.fd < 0)
+    rc = ft__store_open_dir(r->store_root, r->dir.path, 1, &r->dir, msg,
+                            sizeof(msg));
+  if (rc == FT_OK && adopt)
+    rc = ft__dir_sub(&r->dir, name, 1, &sub, msg, sizeof(msg));
   if (rc == FT_OK && !adopt)
     rc = ft__store_write_file(dir, FT_GROUP_META, table, tlen, msg,
                               sizeof(msg));
@@ -272,6 +278,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
     ft__slot_close(sl); /* the survey's mapping of an old slot */
   if (rc == FT_OK)
     rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
+  ft__dir_close(&sub); /* the slot keeps a descriptor of its own */
   if (rc == FT_OK) {
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
@@ -310,12 +317,12 @@ static int reshape_damaged(ft__restore_t *r) {
                     "%s: the metadata of %s does not fit the group's "
                     "code (k=%d m=%d, chunk %llu bytes): its copy cannot be "
                     "rebuilt in place",
-                    r->host, r->dir, ft__group_k(r, g), r->m,
+                    r->host, r->dir.path, ft__group_k(r, g), r->m,
                     (unsigned long long)r->chunk_of_group[g]);
   ft__slot_t *sl = &r->slot[idx];
   if (sl->map)
     ft__slot_close(sl);
-  rc = ft__slot_create(sl, r->dir, idx, r->job, &geom, msg, sizeof(msg));
+  rc = ft__slot_create(sl, &r->dir, idx, r->job, &geom, msg, sizeof(msg));
   if (rc)
     return ft__rsay(r, rc, "%s: cannot rebuild its copy in place: %s", r->host,
                     msg);
@@ -359,11 +366,13 @@ static int count_cleared(const ft__restore_t *r) {
 
 static int clear_damaged(ft__restore_t *r) {
   for (int i = 0; i < FT_NSLOTS; i++) {
-    char path[FT_PATH_MAX + 16];
-    snprintf(path, sizeof(path), "%s/slot%d", r->dir, i);
-    if (to_clear(r, r->rank, i) && unlink(path) != 0 && errno != ENOENT)
-      return ft__rsay(r, ft__from_errno(errno), "%s: unlink: %s", path,
-                      strerror(errno));
+    char name[16], msg[sizeof(r->dir.path) + 128];
+    snprintf(name, sizeof(name), "slot%d", i);
+    int rc = to_clear(r, r->rank, i)
+                 ? ft__store_unlink(&r->dir, name, msg, sizeof(msg))
+                 : FT_OK;
+    if (rc)
+      return ft__rsay(r, rc, "%s", msg);
   }
   return FT_OK;
 }
@@ -571,9 +580,14 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of) {
 /* ---- finishing ---- */
 
 static int write_adopted_meta(ft__restore_t *r, int node, const ft__meta_t *m) {
-  char dir[FT_PATH_MAX + 16];
-  snprintf(dir, sizeof(dir), "%s/adopt%d", r->dir, node);
-  return ft__meta_write(dir, m, r->msg, sizeof(r->msg));
+  char name[32];
+  ft__dir_t sub;
+  snprintf(name, sizeof(name), "adopt%d", node);
+  int rc = ft__dir_sub(&r->dir, name, 0, &sub, r->msg, sizeof(r->msg));
+  if (rc == FT_OK)
+    rc = ft__meta_write(&sub, m, r->msg, sizeof(r->msg));
+  ft__dir_close(&sub);
+  return rc;
 }
 
 static void commit_slot(ft__slot_t *sl) {
@@ -644,7 +658,7 @@ static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
   MPI_Comm_split(r->comm, group >= 0 ? group : MPI_UNDEFINED, pos, &gc);
   if (gc == MPI_COMM_NULL)
     return FT_OK;
-  int rc = ft__group_meta_share(gc, m, r->dir, FT_GROUP_META, wait_blocking,
+  int rc = ft__group_meta_share(gc, m, &r->dir, FT_GROUP_META, wait_blocking,
                                 NULL, r->msg, sizeof(r->msg));
   MPI_Comm_free(&gc);
   return rc;
@@ -654,9 +668,9 @@ static int share_group(ft__restore_t *r, const ft__meta_t *m, int group,
  * what it was written from or one that never committed, and with
  * adopted, the adopted stores of an earlier shrink are not needed. */
 static int tidy(ft__restore_t *r, const ft__meta_t *m, int adopted) {
-  int rc = ft__meta_drop_pending(r->dir, m, r->msg, sizeof(r->msg));
+  int rc = ft__meta_drop_pending(&r->dir, m, r->msg, sizeof(r->msg));
   if (rc == FT_OK && adopted)
-    rc = ft__store_remove_adopted(r->dir, r->msg, sizeof(r->msg));
+    rc = ft__store_remove_adopted(&r->dir, r->msg, sizeof(r->msg));
   return rc;
 }
 
@@ -689,7 +703,7 @@ static int reslice_meta(ft__restore_t *r, ft__meta_t *m, int mine,
   int rc = ft__meta_encode(m, &buf, &len);
   if (rc != FT_OK)
     return rc;
-  rc = ft__store_write_file(r->dir, "meta.next", buf, len, r->msg,
+  rc = ft__store_write_file(&r->dir, "meta.next", buf, len, r->msg,
                             sizeof(r->msg));
   ft__free(buf);
   return rc;
@@ -702,7 +716,7 @@ static int write_reslice(ft__restore_t *r, ft__meta_t *spare_meta,
   int rc = ft__ragree(r, node >= 0 ? reslice_meta(r, m, node, helper_of)
                                    : FT_OK);
   if (rc == FT_OK && node >= 0)
-    rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
+    rc = ft__store_rename(&r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
   /* The group table stays the one of the version's layout: when that was
    * the pending one, tidy makes it the current one (ft__meta_drop_pending
    * keeps the table that matches m). */
@@ -725,10 +739,10 @@ static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
     m->next_node = m->next_nnodes = 0;
   }
   if (spare)
-    rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
+    rc = ft__meta_write(&r->dir, m, msg, sizeof(msg));
   MPI_Barrier(r->comm);
   if (!spare && member)
-    rc = ft__meta_write(r->dir, m, msg, sizeof(msg));
+    rc = ft__meta_write(&r->dir, m, msg, sizeof(msg));
   int grc = share_group(r, m, member ? (int)m->group : -1,
                         member ? (int)m->pos : 0);
   if (rc)
@@ -852,7 +866,7 @@ int ft__rebuild(ft__restore_t *r) {
    * otherwise meet this one's under the same names. */
   if (adopting(r))
     rc = ft__ragree(r, r->all[r->rank].has_meta
-                           ? ft__store_remove_adopted(r->dir, r->msg,
+                           ? ft__store_remove_adopted(&r->dir, r->msg,
                                                       sizeof(r->msg))
                            : FT_OK);
   for (int node = 0; rc == FT_OK && node < r->nnodes; node++) {

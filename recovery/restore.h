@@ -76,7 +76,8 @@ typedef struct ft__restore {
   ft__restore_opts_t opts;
   ft__fault_t fault;
   ft__ctl_t *ctl; /* only while FT_HOLD names phase=restore (hold.h) */
-  char dir[FT_PATH_MAX];
+  ft__dir_t dir; /* this node's store (store.h): fd -1 until found or
+                 * made (a spare has none at first) */
   char host[FT_NAME_MAX];
   ft__meta_t *meta; /* this rank's metadata, when it has one */
   const char *gname; /* its group table: FT_GROUP_META or

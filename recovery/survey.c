@@ -23,7 +23,7 @@ static int pick_table(ft__restore_t *r, ft__meta_t *tmp) {
   static const char *const names[] = {FT_GROUP_META, FT_GROUP_META_PENDING};
   r->gname = NULL;
   for (int i = 0; i < 2 && !r->gname; i++) {
-    int rc = ft__group_meta_read(r->dir, names[i], (int)r->meta->pos, tmp,
+    int rc = ft__group_meta_read(&r->dir, names[i], (int)r->meta->pos, tmp,
                                  NULL, 0);
     if (rc == FT_ENOMEM)
       return rc;
@@ -46,7 +46,7 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
   me->members[me->pos] = (int16_t)me->node;
   for (int p = 0; !rc && r->gname && p < me->gsize && p < FT_RESTORE_MAX_GROUP;
        p++) {
-    int grc = ft__group_meta_read(r->dir, r->gname, p, tmp, msg, sizeof(msg));
+    int grc = ft__group_meta_read(&r->dir, r->gname, p, tmp, msg, sizeof(msg));
     if (grc == FT_OK && tmp->layout == r->meta->layout)
       me->members[p] = (int16_t)tmp->node;
     else if (grc == FT_ENOMEM)
@@ -65,7 +65,7 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
 static int pending_copy(const ft__restore_t *r, const ft__rnode_t *me) {
   for (int i = 0; i < FT_NSLOTS; i++)
     if ((me->slot_rc[i] && me->slot_rc[i] != FT_ENOENT &&
-         !ft__slot_blank(r->dir, i)) ||
+         !ft__slot_blank(&r->dir, i)) ||
         (ft__slot_held(me->slot_ok[i], me->state[i], me->version[i]) &&
          me->vlayout[i] != me->layout))
       return 1;
@@ -74,14 +74,14 @@ static int pending_copy(const ft__restore_t *r, const ft__rnode_t *me) {
 
 static int read_pending(const ft__restore_t *r, ft__rnode_t *me,
                         ft__meta_t *tmp) {
-  int rc = ft__meta_read_as(r->dir, FT_META_PENDING, tmp, NULL, 0);
+  int rc = ft__meta_read_as(&r->dir, FT_META_PENDING, tmp, NULL, 0);
   if (rc == FT_OK) {
     me->pend_epoch = tmp->epoch;
     me->pend_layout = tmp->layout;
     me->pend_node = (int32_t)tmp->node;
   } else if (rc != FT_ENOENT && rc != FT_ENOMEM && pending_copy(r, me)) {
     snprintf(me->err_msg, sizeof(me->err_msg), "%s/%s: unreadable",
-             r->dir, FT_META_PENDING);
+             r->dir.path, FT_META_PENDING);
     me->has_meta = 0;
     me->meta_bad = 1;
   }
@@ -97,7 +97,7 @@ static void read_slots(ft__restore_t *r, ft__rnode_t *me) {
     if (r->slot[i].map)
       ft__slot_close(&r->slot[i]); /* read again with the pending layout */
     r->slot[i].fd = -1;
-    me->slot_rc[i] = ft__slot_open(&r->slot[i], r->dir, i, r->job,
+    me->slot_rc[i] = ft__slot_open(&r->slot[i], &r->dir, i, r->job,
                                    me->slot_msg[i], sizeof(me->slot_msg[i]));
     if (me->slot_rc[i])
       continue;
@@ -120,7 +120,7 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
   r->gname = NULL;
   if (!r->meta)
     r->meta = ft__calloc(1, sizeof(*r->meta));
-  int rc = r->meta ? ft__meta_read_as(r->dir,
+  int rc = r->meta ? ft__meta_read_as(&r->dir,
                                       pending ? FT_META_PENDING : FT_META,
                                       r->meta, me->err_msg,
                                       sizeof(me->err_msg))
@@ -150,7 +150,7 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
   me->seen = max64(me->seen, max64(me->epoch, me->pend_epoch));
   if (rc == FT_ENOMEM)
     snprintf(me->err_msg, sizeof(me->err_msg),
-             "%s: out of memory reading the metadata", r->dir);
+             "%s: out of memory reading the metadata", r->dir.path);
   if (rc == FT_ENOMEM)
     me->err = rc;
   else if (rc != FT_OK && rc != FT_ENOENT)
@@ -546,15 +546,15 @@ typedef struct pending {
 /* The epoch of dir/name in *e, 0 when it is missing or unreadable (as if
  * absent); FT_ENOMEM is an error: a file that is there must not be taken
  * for missing. */
-static int epoch_of(const char *dir, const char *name, uint64_t *e) {
+static int epoch_of(const ft__dir_t *dir, const char *name, uint64_t *e) {
   uint8_t *buf;
   size_t len;
-  char msg[256], path[FT_PATH_MAX + 16];
+  char msg[256], path[sizeof(dir->path) + 16];
   *e = 0;
   ft__meta_t *m = ft__malloc(sizeof(*m));
   if (!m)
     return FT_ENOMEM;
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  snprintf(path, sizeof(path), "%s/%s", dir->path, name);
   int rc =
       ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg, sizeof(msg));
   if (rc == FT_OK) {
@@ -572,14 +572,14 @@ static int epoch_of(const char *dir, const char *name, uint64_t *e) {
 static int resolve_pending(ft__restore_t *r, int rc) {
   pending_t mine = {0, 0};
   if (rc == FT_OK)
-    rc = epoch_of(r->dir, "meta.next", &mine.next_epoch);
+    rc = epoch_of(&r->dir, "meta.next", &mine.next_epoch);
   if (rc == FT_OK)
-    rc = epoch_of(r->dir, "meta", &mine.cur_epoch);
+    rc = epoch_of(&r->dir, "meta", &mine.cur_epoch);
   pending_t *all = ft__calloc((size_t)r->size, sizeof(*all));
   if (rc == FT_OK && !all)
     rc = FT_ENOMEM;
   if (rc == FT_ENOMEM)
-    ft__rsay(r, rc, "%s: out of memory surveying %s", r->host, r->dir);
+    ft__rsay(r, rc, "%s: out of memory surveying %s", r->host, r->dir.path);
   if ((rc = ft__ragree(r, rc))) {
     ft__free(all);
     return rc;
@@ -598,12 +598,9 @@ static int resolve_pending(ft__restore_t *r, int rc) {
   forward = forward && switched;
   ft__free(all);
   if (mine.next_epoch && forward)
-    rc = ft__store_rename(r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
-  else if (mine.next_epoch) {
-    char path[FT_PATH_MAX + 16];
-    snprintf(path, sizeof(path), "%s/meta.next", r->dir);
-    unlink(path);
-  }
+    rc = ft__store_rename(&r->dir, "meta.next", "meta", r->msg, sizeof(r->msg));
+  else if (mine.next_epoch)
+    ft__store_unlink(&r->dir, "meta.next", NULL, 0);
   if (r->rank == 0 && e && !r->opts.quiet && !r->opts.json)
     printf("ft-restore: an interrupted shrink was %s\n",
            forward ? "completed" : "undone");

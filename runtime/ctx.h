@@ -36,7 +36,7 @@ struct ft_ctx {
   int local_idx;  /* this trainer's index on the node */
   int vnode;      /* virtual node index, -1 on real nodes */
   char host[FT_NAME_MAX];
-  char dir[FT_PATH_MAX];
+  ft__dir_t dir; /* the store directory (store.h), open from start-up */
   ft__ctl_t *ctl;
   ft__fault_t fault;
   struct ft__smp *smp; /* SMP only */

@@ -87,6 +87,7 @@ static void destroy(ft_ctx_t *c) {
   ft__smp_free(c);
   free_comms(c);
   ft__ctl_detach(c->ctl);
+  ft__dir_close(&c->dir);
   int owned = c->mpi_owned;
   ft__free(c);
   if (owned)
@@ -119,7 +120,8 @@ static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
                c->is_smp ? "smp" : "trainer");
   if ((rc = check_node_shape(c, msg, msglen)))
     return rc;
-  return ft__store_dir(c->cfg.store_root, c->cfg.job, c->vnode, c->dir, sizeof(c->dir));
+  return ft__store_dir(c->cfg.store_root, c->cfg.job, c->vnode, c->dir.path,
+                       FT_PATH_MAX);
 }
 
 int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
@@ -131,6 +133,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   if (!c)
     return FT_ENOMEM;
   c->node_comm = c->app_comm = c->smp_comm = MPI_COMM_NULL;
+  ft__dir_init(&c->dir, "");
   ft__log_init(&c->log, FT_LOG_WARN, "?", -1, "init");
   int rc = start_mpi(c, argc, argv);
   if (rc) {

@@ -16,10 +16,12 @@
  * Servers verify the CRCs of the regions they serve before sending.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/reslice.h"
 
@@ -72,22 +74,31 @@ static void hold(server_t *sv, const ft__meta_t *m, ft__slot_t *slot) {
 
 /* adopt<N>/ directories: a lost node's meta and its slot of the version. */
 static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
-  DIR *d = opendir(c->dir);
+  /* A descriptor of its own for the listing (closedir closes it). */
+  int fd = ft__store_openat(&c->dir, ".", O_RDONLY | O_DIRECTORY, 0);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (!d) {
-    FT_LOGE(&c->log, "ft_restore: %s: cannot list the store", c->dir);
+    if (fd >= 0)
+      close(fd);
+    FT_LOGE(&c->log, "ft_restore: %s: cannot list the store", c->dir.path);
     return FT_EIO;
   }
   struct dirent *e;
   int rc = FT_OK;
-  char sub[FT_PATH_MAX + 300], msg[512];
+  char msg[512];
   while (rc == FT_OK && (e = readdir(d)) && sv->nadopted < FT_MAX_LOCAL) {
     if (strncmp(e->d_name, "adopt", 5) != 0)
       continue;
-    snprintf(sub, sizeof(sub), "%s/%s", c->dir, e->d_name);
+    ft__dir_t sub;
     ft__slot_t *s = &sv->adopted[sv->nadopted];
     int idx = (int)(c->ctl->restore_version % FT_NSLOTS);
-    if ((rc = ft__meta_read(sub, tmp, msg, sizeof(msg))) ||
-        (rc = ft__slot_open(s, sub, idx, c->cfg.job, msg, sizeof(msg)))) {
+    rc = ft__dir_sub(&c->dir, e->d_name, 0, &sub, msg, sizeof(msg));
+    if (rc == FT_OK)
+      rc = ft__meta_read(&sub, tmp, msg, sizeof(msg));
+    if (rc == FT_OK)
+      rc = ft__slot_open(s, &sub, idx, c->cfg.job, msg, sizeof(msg));
+    ft__dir_close(&sub);
+    if (rc) {
       FT_LOGE(&c->log, "ft_restore: %s", msg);
       break;
     }
@@ -112,7 +123,7 @@ static int open_server(ft_ctx_t *c, server_t *sv, ft__slot_t *own) {
   sv->meta = ft__malloc(sizeof(*sv->meta));
   ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
   int rc = sv->meta && tmp ? FT_OK : FT_ENOMEM;
-  if (rc == FT_OK && (rc = ft__meta_read(c->dir, sv->meta, msg, sizeof(msg))))
+  if (rc == FT_OK && (rc = ft__meta_read(&c->dir, sv->meta, msg, sizeof(msg))))
     FT_LOGE(&c->log, "ft_restore: %s", msg);
   if (rc == FT_OK) {
     hold(sv, sv->meta, own);

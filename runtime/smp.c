@@ -374,7 +374,7 @@ static int start_over(smp_t *s) {
   uint64_t dropped = 0;
   for (int i = 0; i < FT_NSLOTS; i++) {
     ft__slot_t sl;
-    if (ft__slot_open(&sl, s->c->dir, i, s->c->cfg.job, NULL, 0) != FT_OK)
+    if (ft__slot_open(&sl, &s->c->dir, i, s->c->cfg.job, NULL, 0) != FT_OK)
       continue;
     if (ft__slot_state(&sl) >= FT_SLOT_ENCODED && sl.hdr->version > dropped)
       dropped = sl.hdr->version;
@@ -383,7 +383,7 @@ static int start_over(smp_t *s) {
   if (dropped)
     FT_LOGW(&s->c->log, "FT_FRESH=1: starting over; version %llu of job '%s' "
             "is discarded", (unsigned long long)dropped, s->c->cfg.job);
-  return ft__store_clear(s->c->dir, s->msg, sizeof(s->msg));
+  return ft__store_clear(&s->c->dir, s->msg, sizeof(s->msg));
 }
 
 /* The pending layout of a launch that may have died before its first
@@ -393,9 +393,9 @@ static int read_pending(smp_t *s) {
   s->pend = ft__calloc(1, sizeof(*s->pend));
   if (!s->pend)
     return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
-                    "%s/%s: out of memory to read it", s->c->dir,
+                    "%s/%s: out of memory to read it", s->c->dir.path,
                     FT_META_PENDING);
-  int rc = ft__meta_read_as(s->c->dir, FT_META_PENDING, s->pend, msg,
+  int rc = ft__meta_read_as(&s->c->dir, FT_META_PENDING, s->pend, msg,
                             sizeof(msg));
   if (rc != FT_OK) {
     ft__free(s->pend);
@@ -415,10 +415,10 @@ static int read_pending(smp_t *s) {
   if (theirs) {
     FT_LOGW(&s->c->log, "%s; the copies made under it are damaged here", msg);
     s->damaged = 1;
-  } else if (ft__meta_drop_pending(s->c->dir, s->meta, msg, sizeof(msg)) ==
+  } else if (ft__meta_drop_pending(&s->c->dir, s->meta, msg, sizeof(msg)) ==
              FT_OK) {
     FT_LOGW(&s->c->log, "%s/%s could not be read and describes no copy "
-            "here: removed", s->c->dir, FT_META_PENDING);
+            "here: removed", s->c->dir.path, FT_META_PENDING);
   }
   return FT_OK;
 }
@@ -442,28 +442,28 @@ static uint64_t note_seen(const smp_t *s) {
 
 static int open_store(smp_t *s) {
   ft_ctx_t *c = s->c;
-  int rc = ft__store_open_dir(c->cfg.store_root, c->dir, s->msg,
-                              sizeof(s->msg));
+  int rc = ft__store_open_dir(c->cfg.store_root, c->dir.path, 1, &c->dir,
+                              s->msg, sizeof(s->msg));
   /* Before anything in the store is read: a second launch of the job on
    * this node would otherwise share the first one's slots. */
   /* Half of FT_TIMEOUT: the other SMPs wait FT_TIMEOUT for this one in
    * the node discovery that follows, and must not give up first. */
   if (rc == FT_OK)
-    rc = ft__store_lock(c->dir, c->cfg.timeout_s / 2, &s->lock_fd, s->msg,
+    rc = ft__store_lock(&c->dir, c->cfg.timeout_s / 2, &s->lock_fd, s->msg,
                         sizeof(s->msg));
   /* FT_FRESH=1: nothing of the store is read; start_over removes it once
    * every node agreed to (whatever format it was written in). */
   if (c->cfg.fresh)
     return rc;
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
-    rc = ft__slot_open(&s->slot[i], c->dir, i, c->cfg.job, s->msg,
+    rc = ft__slot_open(&s->slot[i], &c->dir, i, c->cfg.job, s->msg,
                        sizeof(s->msg));
     if (rc == FT_ECORRUPT) {
       /* A slot cut short by a crash while it was being (re)created holds no
        * committed version; the other slot may.  It is rebuilt when next
        * prepared.  One that is not blank is damaged: it may have held a
        * committed version (refuse_discard). */
-      s->damaged |= !ft__slot_blank(c->dir, i);
+      s->damaged |= !ft__slot_blank(&c->dir, i);
       FT_LOGW(&c->log, "%s; treating the slot as empty", s->msg);
       s->msg[0] = '\0';
       rc = FT_OK;
@@ -478,8 +478,8 @@ static int open_store(smp_t *s) {
   s->meta = ft__calloc(1, sizeof(*s->meta));
   if (!s->meta)
     return ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
-                    "%s/meta: out of memory to read it", c->dir);
-  rc = ft__meta_read(c->dir, s->meta, s->msg, sizeof(s->msg));
+                    "%s/meta: out of memory to read it", c->dir.path);
+  rc = ft__meta_read(&c->dir, s->meta, s->msg, sizeof(s->msg));
   if (rc != FT_OK) { /* none, or unreadable: nothing of it is offered to
                       * the other SMPs (ft-restore rebuilds this node) */
     ft__free(s->meta);
@@ -507,7 +507,7 @@ static int check_relaunch(smp_t *s) {
                     "%s/meta: the store was written by a job of %d node(s) x "
                     "%u trainer(s); this launch has %d x %d (use the same "
                     "--nodes/--ppn, or run ft-restore --mode shrink first)",
-                    s->c->dir, nnodes, m->nlocal, s->nnodes, s->c->nlocal);
+                    s->c->dir.path, nnodes, m->nlocal, s->nnodes, s->c->nlocal);
   return FT_OK;
 }
 
@@ -602,13 +602,13 @@ static int described(const smp_t *s, int i) {
  * the current layout, replacing the old one and the re-slice point made in
  * it, whose adopted stores of lost nodes go. */
 static int promote_pending(smp_t *s) {
-  int rc = ft__meta_promote(s->c->dir, s->msg, sizeof(s->msg));
+  int rc = ft__meta_promote(&s->c->dir, s->msg, sizeof(s->msg));
   if (rc)
     return rc;
   s->pending = 0;
   s->ctl->restore_reslice = 0;
   char msg[512];
-  if (ft__store_remove_adopted(s->c->dir, msg, sizeof(msg)) != FT_OK)
+  if (ft__store_remove_adopted(&s->c->dir, msg, sizeof(msg)) != FT_OK)
     FT_LOGW(&s->c->log, "%s (the re-slice point is gone: never read)", msg);
   return FT_OK;
 }
@@ -620,7 +620,7 @@ static int settle_pending(smp_t *s, int slot) {
   const ft__slot_hdr_t *h = slot >= 0 ? s->slot[slot].hdr : NULL;
   if (!h || ft__meta_describes(s->meta, h->layout, h->epoch) ||
       !ft__meta_describes(s->pend, h->layout, h->epoch)) {
-    if (ft__meta_drop_pending(s->c->dir, s->meta, msg, sizeof(msg)) != FT_OK)
+    if (ft__meta_drop_pending(&s->c->dir, s->meta, msg, sizeof(msg)) != FT_OK)
       FT_LOGW(&s->c->log, "%s (a pending layout is never used)", msg);
     return FT_OK;
   }
@@ -676,7 +676,7 @@ static int agree_reslice(smp_t *s) {
                   "%s: some nodes hold a restore point left by ft-restore "
                   "--mode shrink and some do not (was it interrupted?): run "
                   "ft-restore --mode shrink again on these nodes",
-                  s->c->dir);
+                  s->c->dir.path);
   return rc;
 }
 
@@ -739,7 +739,7 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   s->lock_fd = -1;
   rc = open_store(s);
   if (rc == FT_OK)
-    rc = ft__ctl_create(c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,
+    rc = ft__ctl_create(&c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,
                         sizeof(s->msg));
   c->ctl = s->ctl;
   if (rc == FT_OK)
@@ -826,7 +826,7 @@ static int check_tables(smp_t *s) {
                       "snapshot was taken and is rank %u now: launch the "
                       "nodes in the stored order (node %d of the layout is "
                       "here)",
-                      s->c->dir, i, o->rank, r->app_rank, s->node);
+                      s->c->dir.path, i, o->rank, r->app_rank, s->node);
     for (uint32_t b = 0; b < r->nbufs || b < o->nbufs; b++) {
       if (b < r->nbufs && b < o->nbufs &&
           strcmp(r->bufs[b].name, o->bufs[b].name) == 0 &&
@@ -837,7 +837,7 @@ static int check_tables(smp_t *s) {
           "%s/meta: trainer %d registered buffer %u as '%s' (%llu bytes) but "
           "the snapshot holds '%s' (%llu bytes): relaunch with the same model "
           "and flags",
-          s->c->dir, i, b, b < r->nbufs ? r->bufs[b].name : "(none)",
+          s->c->dir.path, i, b, b < r->nbufs ? r->bufs[b].name : "(none)",
           b < r->nbufs ? (unsigned long long)r->bufs[b].bytes : 0ull,
           b < o->nbufs ? o->bufs[b].name : "(none)",
           b < o->nbufs ? (unsigned long long)o->bufs[b].bytes : 0ull);
@@ -906,13 +906,13 @@ static int write_meta(smp_t *s, int rc) {
   const char *name = s->pending ? FT_META_PENDING : FT_META;
   if (rc == FT_OK && !m)
     rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
-                  "%s/%s: out of memory to write it", s->c->dir, name);
+                  "%s/%s: out of memory to write it", s->c->dir.path, name);
   if (rc == FT_OK) {
     fill_meta(s, m);
-    rc = ft__meta_write_as(s->c->dir, name, m, s->msg, sizeof(s->msg));
+    rc = ft__meta_write_as(&s->c->dir, name, m, s->msg, sizeof(s->msg));
   }
   int grc = ft__group_meta_share(
-      s->gcomm, rc == FT_OK ? m : NULL, s->c->dir,
+      s->gcomm, rc == FT_OK ? m : NULL, &s->c->dir,
       s->pending ? FT_GROUP_META_PENDING : FT_GROUP_META, wait_group, s,
       s->msg, sizeof(s->msg));
   ft__free(m);
@@ -987,7 +987,7 @@ static int prepare(smp_t *s, uint64_t v) {
   if (!same_geom(sl, &s->geom) || !ft__slot_intact(sl)) {
     if (sl->map)
       ft__slot_close(sl);
-    int rc = ft__slot_create(sl, s->c->dir, i, s->c->cfg.job, &s->geom, s->msg,
+    int rc = ft__slot_create(sl, &s->c->dir, i, s->c->cfg.job, &s->geom, s->msg,
                              sizeof(s->msg));
     if (rc)
       return rc;

@@ -33,7 +33,12 @@ static ft__ctl_rank_t *me(ft_ctx_t *c) { return &c->ctl->rank[c->local_idx]; }
 
 int ft__trainer_attach(ft_ctx_t *c) {
   char msg[512];
-  int rc = ft__ctl_attach(c->dir, &c->ctl, msg, sizeof(msg));
+  /* The store the SMP made, checked as the SMP checked it (store.h); every
+   * file of it is then opened through this descriptor. */
+  int rc = ft__store_open_dir(c->cfg.store_root, c->dir.path, 0, &c->dir, msg,
+                              sizeof(msg));
+  if (rc == FT_OK)
+    rc = ft__ctl_attach(&c->dir, &c->ctl, msg, sizeof(msg));
   if (rc) {
     FT_LOGE(&c->log, "%s", msg);
     return rc;
@@ -179,7 +184,7 @@ static int map_slot(ft_ctx_t *c, int i) {
   if (s->map)
     ft__slot_close(s);
   char msg[512];
-  int rc = ft__slot_open(s, c->dir, i, c->cfg.job, msg, sizeof(msg));
+  int rc = ft__slot_open(s, &c->dir, i, c->cfg.job, msg, sizeof(msg));
   if (rc)
     FT_LOGE(&c->log, "%s", msg);
   return rc;

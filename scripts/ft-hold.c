@@ -20,11 +20,18 @@
 #include "scripts/storeopt.h"
 #include "snapshot/store.h"
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_NOJOB = 3, EXIT_NOTMET = 4 };
+enum {
+  EXIT_OK = 0,
+  EXIT_ERR = 1,
+  EXIT_USAGE = 2,
+  EXIT_NOJOB = 3,
+  EXIT_NOTMET = 4,
+  EXIT_REFUSED = 5
+};
 
 typedef struct tool {
   ft__ctl_t *ctl;
-  char dir[FT_PATH_MAX];
+  ft__dir_t dir; /* the store, checked (storeopt.h) */
   char host[FT_NAME_MAX];
   double timeout_s;
 } tool_t;
@@ -50,7 +57,9 @@ static void usage(FILE *f) {
       "FT_HOLD=WHEN arms the same point from launch on (phase=restore: in\n"
       "ft-restore).  Exit: 0 done, 1 error, 2 usage, 3 no running job on this\n"
       "node (not started yet, or ended), 4 too late or not held in time\n"
-      "(nothing is left armed).\n",
+      "(nothing is left armed), 5 store refused: not this user's private\n"
+      "directory (a symbolic link, another user's, or writable by group or\n"
+      "others; the message says which and how to fix it), nothing touched.\n",
       f);
 }
 
@@ -240,13 +249,19 @@ int main(int argc, char **argv) {
   if (prc)
     return prc < 0 ? EXIT_OK : prc;
   gethostname(t.host, sizeof(t.host) - 1);
-  ft__store_dir(cfg.store_root, cfg.job, vnode, t.dir, sizeof(t.dir));
-  if (ft__ctl_attach(t.dir, &t.ctl, msg, sizeof(msg)) != FT_OK) {
+  int orc = ft__storeopt_open(&cfg, vnode, &t.dir, msg, sizeof(msg));
+  if (orc == FT_ECONFIG) {
+    fprintf(stderr, "ft-hold: %s: refused: %s\n", t.host, msg);
+    return EXIT_REFUSED;
+  }
+  if (orc != FT_OK ||
+      ft__ctl_attach(&t.dir, &t.ctl, msg, sizeof(msg)) != FT_OK) {
     fprintf(stderr, "ft-hold: %s: no running job '%s' (%s)\n", t.host,
             cfg.job, msg);
     return EXIT_NOJOB;
   }
   int rc = run(&t, argc - optind, argv + optind);
   ft__ctl_detach(t.ctl);
+  ft__dir_close(&t.dir);
   return rc;
 }

@@ -19,8 +19,10 @@
 #include "scripts/storeopt.h"
 #include "snapshot/store.h"
 
+enum { EXIT_OK = 0, EXIT_NONE = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
+
 typedef struct view {
-  char dir[FT_PATH_MAX];
+  ft__dir_t dir; /* the store, checked (storeopt.h) */
   const char *job;
   ft__meta_t *meta;
   int have_meta;
@@ -41,7 +43,10 @@ static void usage(FILE *f) {
         "               /dev/shm/ftrt-UID for a user other than root)\n"
         "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
         "  --json       one JSON object instead of the table\n"
-        "Exit status: 0 store found, 1 no store or unreadable, 2 usage.\n",
+        "Exit status: 0 store found, 1 no store or unreadable, 2 usage,\n"
+        "3 store refused: not this user's private directory (a symbolic\n"
+        "link, another user's, or writable by group or others; the message\n"
+        "says which and how to fix it), nothing of it read.\n",
         f);
 }
 
@@ -55,13 +60,13 @@ static double age_s(uint64_t ns) {
 
 static void load(view_t *v) {
   v->meta = calloc(1, sizeof(*v->meta));
-  v->have_meta = v->meta && ft__meta_read(v->dir, v->meta, v->meta_err,
+  v->have_meta = v->meta && ft__meta_read(&v->dir, v->meta, v->meta_err,
                                           sizeof(v->meta_err)) == 0;
   for (int i = 0; i < FT_NSLOTS; i++)
-    v->slot_rc[i] = ft__slot_open(&v->slot[i], v->dir, i, v->job,
+    v->slot_rc[i] = ft__slot_open(&v->slot[i], &v->dir, i, v->job,
                                   v->slot_err[i], sizeof(v->slot_err[i]));
   char msg[256];
-  if (ft__ctl_attach(v->dir, &v->ctl, msg, sizeof(msg)) != 0)
+  if (ft__ctl_attach(&v->dir, &v->ctl, msg, sizeof(msg)) != 0)
     v->ctl = NULL;
   v->smp_alive = v->ctl && v->ctl->smp_pid &&
                  (kill((pid_t)v->ctl->smp_pid, 0) == 0 || errno == EPERM) &&
@@ -148,7 +153,7 @@ static void print_json(const view_t *v, const char *host) {
   printf(",\"host\":");
   json_str(host);
   printf(",\"store\":");
-  json_str(v->dir);
+  json_str(v->dir.path);
   if (v->have_meta)
     printf(",\"meta\":{\"epoch\":%llu,\"node\":%u,\"nnodes\":%u,\"k\":%u,"
            "\"m\":%u,\"group\":%u,\"pos\":%u,\"trainers\":%u}",
@@ -219,7 +224,7 @@ static void print_ctl(const view_t *v) {
 }
 
 static void print_table(const view_t *v, const char *host) {
-  printf("job %s on %s, store %s\n", v->job, host, v->dir);
+  printf("job %s on %s, store %s\n", v->job, host, v->dir.path);
   if (v->have_meta)
     printf("layout epoch %llu: node %u of %u, group %u position %u, k=%u m=%u, "
            "%u trainer(s)\n",
@@ -268,18 +273,28 @@ int main(int argc, char **argv) {
     return 2;
   }
   view_t v = {.job = cfg.job};
-  ft__store_dir(cfg.store_root, cfg.job, vnode, v.dir, sizeof(v.dir));
+  int rc = ft__storeopt_open(&cfg, vnode, &v.dir, msg, sizeof(msg));
+  if (rc == FT_ECONFIG) {
+    fprintf(stderr, "ft-status: refused: %s\n", msg);
+    return EXIT_REFUSED;
+  }
+  if (rc != FT_OK && rc != FT_ENOENT) {
+    fprintf(stderr, "ft-status: %s\n", msg);
+    return EXIT_NONE;
+  }
   char host[FT_NAME_MAX] = "?";
   gethostname(host, sizeof(host) - 1);
   load(&v);
   int found = v.have_meta || v.slot_rc[0] == 0 || v.slot_rc[1] == 0 || v.ctl;
   if (!found && !json) {
-    fprintf(stderr, "ft-status: no store for job '%s' at %s\n", v.job, v.dir);
-    return 1;
+    fprintf(stderr, "ft-status: no store for job '%s' at %s\n", v.job,
+            v.dir.path);
+    return EXIT_NONE;
   }
   if (json)
     print_json(&v, host);
   else
     print_table(&v, host);
-  return found ? 0 : 1;
+  ft__dir_close(&v.dir);
+  return found ? EXIT_OK : EXIT_NONE;
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/error.h"
+
 int ft__storeopt(int o, const char *arg, const char *prog, ft__config_t *cfg,
                  int *vnode) {
   char *end;
@@ -25,4 +27,15 @@ int ft__storeopt(int o, const char *arg, const char *prog, ft__config_t *cfg,
   default:
     return 1;
   }
+}
+
+int ft__storeopt_open(const ft__config_t *cfg, int vnode, ft__dir_t *d,
+                      char *msg, size_t msglen) {
+  char dir[FT_PATH_MAX];
+  ft__dir_init(d, "");
+  int rc = ft__store_dir(cfg->store_root, cfg->job, vnode, dir, sizeof(dir));
+  if (rc)
+    return ft__msgf(rc, msg, msglen, "%s: store path too long",
+                    cfg->store_root);
+  return ft__store_open_dir(cfg->store_root, dir, 0, d, msg, msglen);
 }

@@ -8,6 +8,7 @@
 #include <getopt.h>
 
 #include "runtime/config.h"
+#include "snapshot/store.h"
 
 /* Entries for getopt_long, to put first in a tool's table. */
 #define FT_STOREOPT_OPTIONS                                                    \
@@ -19,5 +20,15 @@
  * prefixed by prog). */
 int ft__storeopt(int o, const char *arg, const char *prog, ft__config_t *cfg,
                  int *vnode);
+
+/* Open the store of cfg's job on this node (virtual node vnode, -1 for
+ * none) into d, checked as every process of the job checks it
+ * (ft__store_open_dir; nothing is made): FT_OK, FT_ENOENT when there is
+ * none, FT_ECONFIG when it is refused (a symbolic link on the way, or a
+ * directory from the root down that is not this user's or is writable by
+ * group or others: msg says which and how to fix it), or another status
+ * with msg.  The tool reads nothing of a store refused. */
+int ft__storeopt_open(const ft__config_t *cfg, int vnode, ft__dir_t *d,
+                      char *msg, size_t msglen);
 
 #endif

@@ -60,21 +60,19 @@ static int map_ctl(int fd, ft__ctl_t **out, const char *path, char *msg,
   return FT_OK;
 }
 
-int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
+int ft__ctl_create(const ft__dir_t *dir, uint32_t nlocal, ft__ctl_t **out,
                    char *msg, size_t msglen) {
-  char path[FT_PATH_MAX + 16], tmp[FT_PATH_MAX + 16];
+  char path[sizeof(dir->path) + 16], tmp[sizeof(dir->path) + 16];
   *out = NULL;
-  snprintf(path, sizeof(path), "%s/ctl", dir);
-  snprintf(tmp, sizeof(tmp), "%s/ctl.new", dir);
+  snprintf(path, sizeof(path), "%s/ctl", dir->path);
+  snprintf(tmp, sizeof(tmp), "%s/ctl.new", dir->path);
   /* Build a fresh file and rename it in, so that a process of an earlier
    * launch still mapping the old one can never confuse this launch. */
   /* A new file, never one already there (planted, or another's). */
-  if (unlink(tmp) != 0 && errno != ENOENT) {
-    int err = errno;
-    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: unlink: %s", tmp,
-                    strerror(err));
-  }
-  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int rc = ft__store_unlink(dir, "ctl.new", msg, msglen);
+  if (rc)
+    return rc;
+  int fd = ft__store_openat(dir, "ctl.new", O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0 || ftruncate(fd, sizeof(ft__ctl_t)) != 0) {
     /* errno now, before the close below can change it */
     int err = errno;
@@ -83,7 +81,7 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
     return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", tmp,
                     strerror(err));
   }
-  int rc = map_ctl(fd, out, tmp, msg, msglen);
+  rc = map_ctl(fd, out, tmp, msg, msglen);
   close(fd);
   if (rc)
     return rc;
@@ -93,7 +91,7 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
   c->nlocal = nlocal;
   c->smp_pid = (uint32_t)getpid();
   c->prepared_slot = -1;
-  if (rename(tmp, path) != 0) {
+  if (renameat(dir->fd, "ctl.new", dir->fd, "ctl") != 0) {
     int err = errno;
     ft__ctl_detach(c);
     *out = NULL;
@@ -103,11 +101,12 @@ int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
   return FT_OK;
 }
 
-int ft__ctl_attach(const char *dir, ft__ctl_t **out, char *msg, size_t msglen) {
-  char path[FT_PATH_MAX + 16];
+int ft__ctl_attach(const ft__dir_t *dir, ft__ctl_t **out, char *msg,
+                   size_t msglen) {
+  char path[sizeof(dir->path) + 16];
   *out = NULL;
-  snprintf(path, sizeof(path), "%s/ctl", dir);
-  int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  snprintf(path, sizeof(path), "%s/ctl", dir->path);
+  int fd = ft__store_openat(dir, "ctl", O_RDWR, 0);
   if (fd < 0) {
     int err = errno;
     return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", path,

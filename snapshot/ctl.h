@@ -96,14 +96,16 @@ typedef struct ft__ctl {
   ft__ctl_rank_t rank[FT_MAX_LOCAL];
 } ft__ctl_t;
 
-/* Create (SMP) or attach (trainers, tools) dir/ctl.  On failure, a status
+/* Create (SMP) or attach (trainers, tools) dir/ctl, relative to the
+ * directory's descriptor (store.h).  On failure, a status
  * from the errno of the call that failed (FT_ENOENT: no dir, or no ctl to
  * attach), FT_EMISMATCH (a ctl of another size) or FT_ECORRUPT (bad magic),
  * one line in msg naming the file and the cause, and *out NULL (never a
  * mapping already undone).  msg may be NULL. */
-int ft__ctl_create(const char *dir, uint32_t nlocal, ft__ctl_t **out,
+int ft__ctl_create(const ft__dir_t *dir, uint32_t nlocal, ft__ctl_t **out,
                    char *msg, size_t msglen);
-int ft__ctl_attach(const char *dir, ft__ctl_t **out, char *msg, size_t msglen);
+int ft__ctl_attach(const ft__dir_t *dir, ft__ctl_t **out, char *msg,
+                   size_t msglen);
 void ft__ctl_detach(ft__ctl_t *ctl);
 
 /* Publish a change: bump seq and wake every waiter. */

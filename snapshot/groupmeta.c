@@ -29,9 +29,9 @@ static int all_ok(MPI_Comm gc, int ok, ft__wait_fn wait, void *arg) {
   return all ? FT_OK : ok ? FT_EPEER : FT_ENOMEM;
 }
 
-static int write_table(const char *dir, const char *name, const uint8_t *all,
-                       const int *lens, const int *displs, int n, char *msg,
-                       size_t msglen) {
+static int write_table(const ft__dir_t *dir, const char *name,
+                       const uint8_t *all, const int *lens, const int *displs,
+                       int n, char *msg, size_t msglen) {
   const uint8_t *parts[FT_MAX_CHUNKS];
   size_t plens[FT_MAX_CHUNKS];
   for (int i = 0; i < n; i++) {
@@ -43,9 +43,10 @@ static int write_table(const char *dir, const char *name, const uint8_t *all,
   return ft__group_meta_write(dir, name, parts, plens, n, msg, msglen);
 }
 
-int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
-                         const char *name, ft__wait_fn wait, void *arg,
-                         char *msg, size_t msglen) {
+int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m,
+                         const ft__dir_t *dir, const char *name,
+                         ft__wait_fn wait, void *arg, char *msg,
+                         size_t msglen) {
   uint8_t *mine = NULL, *all = NULL;
   size_t len = 0;
   int n, lens[FT_MAX_CHUNKS], displs[FT_MAX_CHUNKS];
@@ -66,7 +67,8 @@ int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
       ft__msgf(arc, msg, msglen,
                "%s/%s: %s of the group is out of memory for the "
                "%zu-byte table",
-               dir, name, arc == FT_ENOMEM ? "this member" : "another member", total);
+               dir->path, name,
+               arc == FT_ENOMEM ? "this member" : "another member", total);
   }
   MPI_Request req;
   if (arc == FT_OK)

@@ -22,8 +22,9 @@ typedef int (*ft__wait_fn)(void *arg, MPI_Request *req);
  * with nothing to share: then nobody writes (the table would be
  * incomplete).  Returns the first error, with one line in msg when it was
  * writing the file that failed.  msg may be NULL. */
-int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const char *dir,
-                         const char *name, ft__wait_fn wait, void *arg,
-                         char *msg, size_t msglen);
+int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m,
+                         const ft__dir_t *dir, const char *name,
+                         ft__wait_fn wait, void *arg, char *msg,
+                         size_t msglen);
 
 #endif

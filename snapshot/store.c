@@ -210,8 +210,38 @@ int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
 
 /* ---- slot files ---- */
 
-static void slot_path(char *out, size_t len, const char *dir, int idx) {
-  snprintf(out, len, "%s/slot%d", dir, idx);
+/* ---- files of a store directory, all relative to its descriptor ---- */
+
+void ft__dir_init(ft__dir_t *d, const char *path) {
+  d->fd = -1;
+  if (path != d->path) /* ft__store_open_dir(root, d->path, ...) */
+    snprintf(d->path, sizeof(d->path), "%s", path);
+}
+
+void ft__dir_close(ft__dir_t *d) {
+  if (d->fd >= 0)
+    close(d->fd);
+  d->fd = -1;
+}
+
+int ft__store_openat(const ft__dir_t *d, const char *name, int flags,
+                     mode_t mode) {
+  if (d->fd < 0) {
+    errno = ENOENT;
+    return -1;
+  }
+  return openat(d->fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+/* The path of name in d, for messages. */
+static const char *path_in(char *out, size_t len, const ft__dir_t *d,
+                           const char *name) {
+  snprintf(out, len, "%s/%s", d->path, name);
+  return out;
+}
+
+static void slot_name(char *out, size_t len, int idx) {
+  snprintf(out, len, "slot%d", idx);
 }
 
 static int map_file(ft__slot_t *s, size_t bytes, char *msg, size_t msglen) {
@@ -246,13 +276,15 @@ static void write_header(ft__slot_hdr_t *h, const char *job,
   h->hdr_crc = ft__slot_hdr_crc(h);
 }
 
-int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
-                    const ft__slot_geom_t *g, char *msg, size_t msglen) {
+int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                    const char *job, const ft__slot_geom_t *g, char *msg,
+                    size_t msglen) {
+  char name[16];
   memset(s, 0, sizeof(*s));
-  s->fd = -1;
   s->idx = idx;
-  slot_path(s->path, sizeof(s->path), dir, idx);
-  s->fd = open(s->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  slot_name(name, sizeof(name), idx);
+  path_in(s->path, sizeof(s->path), dir, name);
+  s->fd = ft__store_openat(dir, name, O_RDWR | O_CREAT, 0600);
   if (s->fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
                     strerror(errno));
@@ -274,13 +306,14 @@ int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
   return FT_OK;
 }
 
-int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
-                  char *msg, size_t msglen) {
+int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                  const char *job, char *msg, size_t msglen) {
+  char name[16];
   memset(s, 0, sizeof(*s));
-  s->fd = -1;
   s->idx = idx;
-  slot_path(s->path, sizeof(s->path), dir, idx);
-  s->fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  slot_name(name, sizeof(name), idx);
+  path_in(s->path, sizeof(s->path), dir, name);
+  s->fd = ft__store_openat(dir, name, O_RDWR, 0);
   if (s->fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
                     strerror(errno));
@@ -681,34 +714,25 @@ int ft__write_all(int fd, const uint8_t *p, size_t n) {
   return 0;
 }
 
-/* 0, or -1 with errno set by the open or fsync that failed (not by the
- * close after it). */
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  int rc = fsync(fd), err = errno;
-  close(fd);
-  errno = err;
-  return rc;
-}
-
-int ft__store_write_file(const char *dir, const char *name, const void *buf,
-                         size_t len, char *msg, size_t msglen) {
-  char tmp[FT_PATH_MAX + 80], final[FT_PATH_MAX + 80];
-  snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
-  snprintf(final, sizeof(final), "%s/%s", dir, name);
+int ft__store_write_file(const ft__dir_t *dir, const char *name,
+                         const void *buf, size_t len, char *msg,
+                         size_t msglen) {
+  char tmpname[FT_NAME_MAX + 8], tmp[sizeof(dir->path) + 80],
+      final[sizeof(dir->path) + 80];
+  snprintf(tmpname, sizeof(tmpname), "%s.tmp", name);
+  path_in(tmp, sizeof(tmp), dir, tmpname);
+  path_in(final, sizeof(final), dir, name);
   int rc = FT_OK;
   /* A new file, never one already there (planted, or another's). */
-  if (unlink(tmp) != 0 && errno != ENOENT)
-    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s", tmp,
-                    strerror(errno));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0600);
+  int rc0 = ft__store_unlink(dir, tmpname, msg, msglen);
+  if (rc0)
+    return rc0;
+  int fd = ft__store_openat(dir, tmpname, O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0 || ft__write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
     rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: write: %s", tmp,
                   strerror(errno));
-  } else if (rename(tmp, final) != 0 || fsync_dir(dir) != 0) {
+  } else if (renameat(dir->fd, tmpname, dir->fd, name) != 0 ||
+             fsync(dir->fd) != 0) {
     rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rename: %s", final,
                   strerror(errno));
   }
@@ -717,12 +741,14 @@ int ft__store_write_file(const char *dir, const char *name, const void *buf,
   return rc;
 }
 
-int ft__store_rename(const char *dir, const char *from, const char *to,
+int ft__store_rename(const ft__dir_t *dir, const char *from, const char *to,
                      char *msg, size_t msglen) {
-  char a[FT_PATH_MAX + 80], b[FT_PATH_MAX + 80];
-  snprintf(a, sizeof(a), "%s/%s", dir, from);
-  snprintf(b, sizeof(b), "%s/%s", dir, to);
-  if (rename(a, b) != 0 || fsync_dir(dir) != 0)
+  char a[sizeof(dir->path) + 80];
+  path_in(a, sizeof(a), dir, from);
+  if (dir->fd < 0)
+    errno = ENOENT;
+  if (dir->fd < 0 || renameat(dir->fd, from, dir->fd, to) != 0 ||
+      fsync(dir->fd) != 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rename to %s: %s",
                     a, to, strerror(errno));
   return FT_OK;
@@ -738,49 +764,47 @@ int ft__meta_same_entry(const ft__meta_t *mine, const ft__meta_t *m) {
          m->pos == mine->pos && m->nnodes == mine->nnodes;
 }
 
-int ft__group_meta_matches(const char *dir, const char *name,
+int ft__group_meta_matches(const ft__dir_t *dir, const char *name,
                            const ft__meta_t *mine, ft__meta_t *tmp) {
   return ft__group_meta_read(dir, name, (int)mine->pos, tmp, NULL, 0) ==
              FT_OK &&
          ft__meta_same_entry(mine, tmp);
 }
 
-int ft__meta_write_as(const char *dir, const char *name, const ft__meta_t *m,
-                      char *msg, size_t msglen) {
+int ft__meta_write_as(const ft__dir_t *dir, const char *name,
+                      const ft__meta_t *m, char *msg, size_t msglen) {
   uint8_t *buf;
   size_t len;
   int rc = ft__meta_encode(m, &buf, &len);
   if (rc)
-    return ft__msgf(rc, msg, msglen, "%s/%s: cannot encode metadata", dir,
-                    name);
+    return ft__msgf(rc, msg, msglen, "%s/%s: cannot encode metadata",
+                    dir->path, name);
   rc = ft__store_write_file(dir, name, buf, len, msg, msglen);
   ft__free(buf);
   return rc;
 }
 
-int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
+int ft__meta_write(const ft__dir_t *dir, const ft__meta_t *m, char *msg,
                    size_t msglen) {
   return ft__meta_write_as(dir, FT_META, m, msg, msglen);
 }
 
-static int unlink_in(const char *dir, const char *name, char *msg,
+int ft__store_unlink(const ft__dir_t *dir, const char *name, char *msg,
                      size_t msglen) {
-  char path[FT_PATH_MAX + 32];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  if (unlink(path) != 0 && errno != ENOENT)
+  char path[sizeof(dir->path) + 80];
+  if (dir->fd >= 0 && unlinkat(dir->fd, name, 0) != 0 && errno != ENOENT)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
-                    path, strerror(errno));
+                    path_in(path, sizeof(path), dir, name), strerror(errno));
   return FT_OK;
 }
 
-static int exists_in(const char *dir, const char *name) {
-  char path[FT_PATH_MAX + 32];
+static int exists_in(const ft__dir_t *dir, const char *name) {
   struct stat st;
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  return lstat(path, &st) == 0;
+  return dir->fd >= 0 &&
+         fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-int ft__meta_promote(const char *dir, char *msg, size_t msglen) {
+int ft__meta_promote(const ft__dir_t *dir, char *msg, size_t msglen) {
   int rc = exists_in(dir, FT_GROUP_META_PENDING)
                ? ft__store_rename(dir, FT_GROUP_META_PENDING, FT_GROUP_META,
                                   msg, msglen)
@@ -790,12 +814,12 @@ int ft__meta_promote(const char *dir, char *msg, size_t msglen) {
   return rc;
 }
 
-int ft__meta_drop_pending(const char *dir, const ft__meta_t *m, char *msg,
-                          size_t msglen) {
+int ft__meta_drop_pending(const ft__dir_t *dir, const ft__meta_t *m,
+                          char *msg, size_t msglen) {
   ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
   if (!tmp)
-    return ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory", dir);
-  int rc = unlink_in(dir, FT_META_PENDING, msg, msglen);
+    return ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory", dir->path);
+  int rc = ft__store_unlink(dir, FT_META_PENDING, msg, msglen);
   /* The pending table is kept where it is the one that matches m (a
    * rebuild cut short between its renames): it becomes the table. */
   if (rc == FT_OK && !ft__group_meta_matches(dir, FT_GROUP_META, m, tmp) &&
@@ -803,16 +827,16 @@ int ft__meta_drop_pending(const char *dir, const ft__meta_t *m, char *msg,
     rc = ft__store_rename(dir, FT_GROUP_META_PENDING, FT_GROUP_META, msg,
                           msglen);
   else if (rc == FT_OK)
-    rc = unlink_in(dir, FT_GROUP_META_PENDING, msg, msglen);
+    rc = ft__store_unlink(dir, FT_GROUP_META_PENDING, msg, msglen);
   ft__free(tmp);
   return rc;
 }
 
-int ft__store_read_file(const char *dir, const char *name, size_t max,
+int ft__store_read_file(const ft__dir_t *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen) {
-  char path[FT_PATH_MAX + 80];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  char path[sizeof(dir->path) + 80];
+  path_in(path, sizeof(path), dir, name);
+  int fd = ft__store_openat(dir, name, O_RDONLY, 0);
   if (fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", path,
                     strerror(errno));
@@ -837,27 +861,28 @@ int ft__store_read_file(const char *dir, const char *name, size_t max,
   return rc;
 }
 
-int ft__meta_read_as(const char *dir, const char *name, ft__meta_t *m,
+int ft__meta_read_as(const ft__dir_t *dir, const char *name, ft__meta_t *m,
                      char *msg, size_t msglen) {
   uint8_t *buf;
   size_t len;
   int rc = ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg, msglen);
   if (rc)
     return rc;
-  char path[FT_PATH_MAX + 32];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  char path[sizeof(dir->path) + 80];
+  path_in(path, sizeof(path), dir, name);
   rc = ft__meta_decode(buf, len, m, path, msg, msglen);
   ft__free(buf);
   return rc;
 }
 
-int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen) {
+int ft__meta_read(const ft__dir_t *dir, ft__meta_t *m, char *msg,
+                  size_t msglen) {
   return ft__meta_read_as(dir, FT_META, m, msg, msglen);
 }
 
 /* group.meta: u32 count, then per member u64 length and its encoded meta,
  * then a CRC64 of everything before. */
-int ft__group_meta_write(const char *dir, const char *name,
+int ft__group_meta_write(const ft__dir_t *dir, const char *name,
                          const uint8_t *const *parts, const size_t *lens,
                          int n, char *msg, size_t msglen) {
   size_t total = 4 + 8;
@@ -866,7 +891,8 @@ int ft__group_meta_write(const char *dir, const char *name,
   uint8_t *buf = ft__malloc(total), *p = buf;
   if (!buf)
     return ft__msgf(FT_ENOMEM, msg, msglen,
-                    "%s/%s: out of memory for %zu bytes", dir, name, total);
+                    "%s/%s: out of memory for %zu bytes", dir->path, name,
+                    total);
   uint32_t cnt = (uint32_t)n;
   put(&p, &cnt, 4);
   for (int i = 0; i < n; i++) {
@@ -910,12 +936,12 @@ int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
                         pos);
 }
 
-int ft__group_meta_read(const char *dir, const char *name, int pos,
+int ft__group_meta_read(const ft__dir_t *dir, const char *name, int pos,
                         ft__meta_t *m, char *msg, size_t msglen) {
   uint8_t *buf;
   size_t len;
-  char path[FT_PATH_MAX + 32];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  char path[sizeof(dir->path) + 80];
+  path_in(path, sizeof(path), dir, name);
   int rc = ft__store_read_file(dir, name, 1u << 30, &buf, &len, msg, msglen);
   if (rc)
     return rc;
@@ -944,13 +970,15 @@ int ft__store_mkdir(const char *dir, char *msg, size_t msglen) {
   return FT_OK;
 }
 
-int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
+int ft__store_lock(const ft__dir_t *dir, double wait_s, int *fd, char *msg,
                    size_t msglen) {
-  *fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* A descriptor of its own (flock locks belong to an open file
+   * description): closing it gives the lock up, dir->fd stays. */
+  *fd = ft__store_openat(dir, ".", O_RDONLY | O_DIRECTORY, 0);
   if (*fd < 0) {
     int err = errno;
-    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: open: %s", dir,
-                    strerror(err));
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: open: %s",
+                    dir->path, strerror(err));
   }
   struct timespec nap = {0, 20 * 1000 * 1000}, t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -968,22 +996,22 @@ int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
       *fd = -1;
       if (err != EWOULDBLOCK)
         return ft__msgf(ft__from_errno(err), msg, msglen, "%s: flock: %s",
-                        dir, strerror(err));
+                        dir->path, strerror(err));
       return ft__msgf(FT_EINUSE, msg, msglen,
                       "%s: another launch of this job holds the store on "
                       "this node, or an ft-restore of it does (waited %.0f "
                       "s); let it end first: two processes of one job never "
                       "share a store",
-                      dir, wait_s);
+                      dir->path, wait_s);
     }
     nanosleep(&nap, NULL);
   }
 }
 
-int ft__slot_blank(const char *dir, int idx) {
-  char path[FT_PATH_MAX + 16], magic[8] = {0};
-  slot_path(path, sizeof(path), dir, idx);
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+int ft__slot_blank(const ft__dir_t *dir, int idx) {
+  char name[16], magic[8] = {0};
+  slot_name(name, sizeof(name), idx);
+  int fd = ft__store_openat(dir, name, O_RDONLY, 0);
   if (fd < 0)
     return 1;
   ssize_t n = pread(fd, magic, sizeof(magic), 0);
@@ -992,13 +1020,13 @@ int ft__slot_blank(const char *dir, int idx) {
   return n < (ssize_t)sizeof(magic) || memcmp(magic, zero, sizeof(zero)) == 0;
 }
 
-int ft__store_clear(const char *dir, char *msg, size_t msglen) {
+int ft__store_clear(const ft__dir_t *dir, char *msg, size_t msglen) {
   static const char *const files[] = {FT_META,         "meta.next",
                                       FT_GROUP_META,   FT_META_PENDING,
                                       FT_GROUP_META_PENDING, "slot0",
                                       "slot1"};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-    int rc = unlink_in(dir, files[i], msg, msglen);
+    int rc = ft__store_unlink(dir, files[i], msg, msglen);
     if (rc)
       return rc;
   }
@@ -1042,19 +1070,27 @@ static int remove_adopted_dir(int dfd, const char *name, const char *sub,
   return rc;
 }
 
-int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
-  DIR *d = opendir(dir);
-  if (!d)
-    return errno == ENOENT ? FT_OK
-                           : ft__msgf(ft__from_errno(errno), msg, msglen,
-                                      "%s: opendir: %s", dir, strerror(errno));
+int ft__store_remove_adopted(const ft__dir_t *dir, char *msg,
+                             size_t msglen) {
+  /* A descriptor of its own for the listing: closedir closes it. */
+  int fd = ft__store_openat(dir, ".", O_RDONLY | O_DIRECTORY, 0);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    int err = errno;
+    if (fd >= 0)
+      close(fd);
+    return err == ENOENT ? FT_OK
+                         : ft__msgf(ft__from_errno(err), msg, msglen,
+                                    "%s: opendir: %s", dir->path,
+                                    strerror(err));
+  }
   int rc = FT_OK;
   struct dirent *e;
   char sub[FT_PATH_MAX + 300];
   while ((e = readdir(d))) {
     if (strncmp(e->d_name, "adopt", 5) != 0)
       continue;
-    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+    snprintf(sub, sizeof(sub), "%s/%s", dir->path, e->d_name);
     int drc =
         remove_adopted_dir(dirfd(d), e->d_name, sub, rc ? NULL : msg, msglen);
     rc = rc ? rc : drc;
@@ -1063,36 +1099,89 @@ int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen) {
   return rc;
 }
 
-/* One directory of the store's path: ours, private, not a link. */
-static int private_dir(const char *path, char *msg, size_t msglen) {
-  struct stat st;
-  if (lstat(path, &st) != 0)
-    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: %s", path,
-                    strerror(errno));
-  if (S_ISLNK(st.st_mode))
-    return ft__msgf(FT_ECONFIG, msg, msglen,
-                    "%s: a symbolic link, not a directory of this store: "
-                    "remove it, or give FT_STORE_ROOT as the real path",
-                    path);
-  if (!S_ISDIR(st.st_mode))
+/* One directory of the store's path, as it is seen through its stat st:
+ * ours and private. */
+static int private_stat(const struct stat *st, const char *path, char *msg,
+                        size_t msglen) {
+  if (!S_ISDIR(st->st_mode))
     return ft__msgf(FT_ECONFIG, msg, msglen, "%s: not a directory", path);
-  if (st.st_uid != geteuid())
+  if (st->st_uid != geteuid())
     return ft__msgf(FT_ECONFIG, msg, msglen,
                     "%s: owned by uid %u, not by this user (uid %u): another "
                     "user's store root could read or change this job's "
                     "state; set FT_STORE_ROOT to a directory of your own",
-                    path, (unsigned)st.st_uid, (unsigned)geteuid());
-  if (st.st_mode & 022)
+                    path, (unsigned)st->st_uid, (unsigned)geteuid());
+  if (st->st_mode & 022)
     return ft__msgf(FT_ECONFIG, msg, msglen,
                     "%s: mode %04o, writable by others: anyone could plant "
                     "files in the job's store; %s",
-                    path, (unsigned)(st.st_mode & 07777),
-                    st.st_mode & S_ISVTX
+                    path, (unsigned)(st->st_mode & 07777),
+                    st->st_mode & S_ISVTX
                         ? "set FT_STORE_ROOT to a directory of your own "
                           "inside it, such as <it>/ftrt-$USER"
                         : "chmod 700 it, or set FT_STORE_ROOT to a "
                           "private directory");
   return FT_OK;
+}
+
+/* Why name in at (path) could not be opened as a directory: a link or
+ * another file in its place, a directory that is not ours or not private
+ * (another user's may not even be readable: EACCES), or errno err. */
+static int open_refused(int at, const char *name, const char *path, int err,
+                        char *msg, size_t msglen) {
+  struct stat st;
+  if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode))
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "%s: a symbolic link, not a directory of this store: "
+                      "remove it, or give FT_STORE_ROOT as the real path",
+                      path);
+    int rc = private_stat(&st, path, msg, msglen);
+    if (rc)
+      return rc;
+  }
+  return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", path,
+                  strerror(err));
+}
+
+/* Directory name of at (path names it), made (0700) first when create,
+ * opened without following a link in its place, and checked through the
+ * descriptor (so what is checked is what is used): *fd, or -1 with a
+ * message. */
+static int open_private(int at, const char *name, const char *path,
+                        int create, int *fd, char *msg, size_t msglen) {
+  *fd = -1;
+  if (create && mkdirat(at, name, 0700) != 0 && errno != EEXIST)
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: mkdir: %s", path,
+                    strerror(errno));
+  int f = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (f < 0)
+    return open_refused(at, name, path, errno, msg, msglen);
+  struct stat st;
+  int rc = fstat(f, &st) != 0
+               ? ft__msgf(ft__from_errno(errno), msg, msglen, "%s: stat: %s",
+                          path, strerror(errno))
+               : private_stat(&st, path, msg, msglen);
+  if (rc)
+    close(f);
+  else
+    *fd = f;
+  return rc;
+}
+
+int ft__dir_open(ft__dir_t *d, const char *path, char *msg, size_t msglen) {
+  ft__dir_init(d, path);
+  return open_private(AT_FDCWD, path, d->path, 0, &d->fd, msg, msglen);
+}
+
+int ft__dir_sub(const ft__dir_t *d, const char *name, int create,
+                ft__dir_t *sub, char *msg, size_t msglen) {
+  char path[sizeof(d->path) + 80];
+  ft__dir_init(sub, path_in(path, sizeof(path), d, name));
+  if (d->fd < 0)
+    return ft__msgf(FT_ENOENT, msg, msglen, "%s: %s", d->path,
+                    strerror(ENOENT));
+  return open_private(d->fd, name, sub->path, create, &sub->fd, msg, msglen);
 }
 
 /* Every directory above the root: another user must not be able to
@@ -1121,8 +1210,34 @@ static int safe_ancestors(const char *root, char *msg, size_t msglen) {
   return FT_OK;
 }
 
-int ft__store_open_dir(const char *root, const char *dir, char *msg,
-                       size_t msglen) {
+/* Down from the open root (rfd, closed here) to dir, one component at a
+ * time, each opened through the one above it and checked before anything
+ * is made inside it: *fd is dir's. */
+static int walk_down(int rfd, const char *dir, size_t from, int create,
+                     int *fd, char *msg, size_t msglen) {
+  char p[FT_PATH_MAX], name[FT_PATH_MAX];
+  int at = rfd, rc = FT_OK;
+  size_t len = strlen(dir);
+  for (size_t i = from, start = from; rc == FT_OK && i <= len; i++) {
+    if (dir[i] != '/' && dir[i] != '\0')
+      continue;
+    if (i > start) {
+      snprintf(p, sizeof(p), "%.*s", (int)i, dir);
+      snprintf(name, sizeof(name), "%.*s", (int)(i - start), dir + start);
+      int next;
+      rc = open_private(at, name, p, create, &next, msg, msglen);
+      close(at);
+      at = next;
+    }
+    start = i + 1;
+  }
+  *fd = at;
+  return rc;
+}
+
+int ft__store_open_dir(const char *root, const char *dir, int create,
+                       ft__dir_t *d, char *msg, size_t msglen) {
+  ft__dir_init(d, dir);
   size_t n = strlen(root);
   if (strncmp(dir, root, n) != 0 || (dir[n] != '/' && dir[n] != '\0'))
     return ft__msgf(FT_EINVAL, msg, msglen, "%s: not under the store root %s",
@@ -1133,22 +1248,15 @@ int ft__store_open_dir(const char *root, const char *dir, char *msg,
    * trailing slashes. */
   for (size_t len = strlen(p); len > 1 && p[len - 1] == '/'; len--)
     p[len - 1] = '\0';
-  int rc = safe_ancestors(p, msg, msglen);
-  if (rc == FT_OK)
+  int rc = safe_ancestors(p, msg, msglen), fd = -1;
+  if (rc == FT_OK && create)
     rc = ft__store_mkdir(p, msg, msglen);
   if (rc == FT_OK)
-    rc = private_dir(p, msg, msglen);
-  /* Down from the root, one component at a time: each checked before
-   * anything is made inside it. */
-  for (size_t i = n + 1; rc == FT_OK && i <= strlen(dir); i++) {
-    if (dir[i] != '/' && dir[i] != '\0')
-      continue;
-    snprintf(p, sizeof(p), "%.*s", (int)i, dir);
-    if (mkdir(p, 0700) != 0 && errno != EEXIST)
-      return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: mkdir: %s", p,
-                      strerror(errno));
-    rc = private_dir(p, msg, msglen);
-  }
+    rc = open_private(AT_FDCWD, p, p, 0, &fd, msg, msglen);
+  if (rc == FT_OK)
+    rc = walk_down(fd, dir, n, create, &fd, msg, msglen);
+  if (rc == FT_OK)
+    d->fd = fd;
   return rc;
 }
 

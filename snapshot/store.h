@@ -9,6 +9,14 @@
  *               chunks) then this node's m parity chunks;
  *   ctl         the control segment of the running job (snapshot/ctl.h).
  *
+ * A store directory is verified once (ft__store_open_dir: ours, private,
+ * no link on the way down from the root) and then used only through the
+ * descriptor that was verified (ft__dir_t): every file in it is opened,
+ * made, renamed and removed relative to that descriptor (openat, renameat,
+ * unlinkat) and never through a symbolic link in its place (O_NOFOLLOW;
+ * O_EXCL for the temporary files, which must be new).  A directory put in
+ * place of the store's path after the check is never written or read.
+ *
  * Nothing here is trusted on read: every reader validates magic, format,
  * sizes against the file size, and CRCs, and reports what is wrong with the
  * file's path in msg.  The validators take plain bytes so they can be fuzzed.
@@ -23,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define FT_JOB_MAX 64   /* job name with its NUL */
 #define FT_PATH_MAX 512 /* store root and directories */
@@ -121,11 +130,46 @@ int ft__slot_geom_local(ft__slot_geom_t *g, uint32_t nlocal,
 int ft__slot_geom_code(ft__slot_geom_t *g, uint32_t k, uint32_t m,
                        uint64_t chunk_bytes);
 
+/*
+ * A store directory: the descriptor it was verified through (O_DIRECTORY |
+ * O_NOFOLLOW), which every function below that takes one works in, and its
+ * path, for messages only.  fd is -1 while none is open: the functions then
+ * find no file in it (FT_ENOENT; ft__store_unlink and ft__store_clear find
+ * nothing to remove).  ft__dir_close closes it (and leaves fd -1).
+ */
+typedef struct ft__dir {
+  int fd;
+  char path[FT_PATH_MAX + 32];
+} ft__dir_t;
+
+/* fd -1, path copied (truncated to fit): nothing opened. */
+void ft__dir_init(ft__dir_t *d, const char *path);
+void ft__dir_close(ft__dir_t *d);
+/* Open path as a store directory: not a symbolic link, a directory owned
+ * by this user and not writable by group or others, checked through the
+ * descriptor opened (FT_ECONFIG with a message saying what is wrong and
+ * what to do; FT_ENOENT when there is none).  Only the last component is
+ * checked: ft__store_open_dir checks the whole way from the store root.
+ * d->fd is -1 on failure.  msg may be NULL. */
+int ft__dir_open(ft__dir_t *d, const char *path, char *msg, size_t msglen);
+/* The sub-directory name of d (an adopt<N>/ store), made (mode 0700) first
+ * when create and missing, opened relative to d and checked as
+ * ft__dir_open does.  sub->path is d's path/name.  msg may be NULL. */
+int ft__dir_sub(const ft__dir_t *d, const char *name, int create,
+                ft__dir_t *sub, char *msg, size_t msglen);
+
+/* openat(2) of name in d with flags | O_NOFOLLOW | O_CLOEXEC (and mode
+ * where it makes the file): a descriptor, or -1 with errno (ENOENT when d
+ * is not open).  A symbolic link in name's place is never followed
+ * (ELOOP). */
+int ft__store_openat(const ft__dir_t *d, const char *name, int flags,
+                     mode_t mode);
+
 /* An open, mapped slot. */
 typedef struct ft__slot {
   int idx;
   int fd;
-  char path[FT_PATH_MAX + 16];
+  char path[FT_PATH_MAX + 48];
   size_t map_bytes;
   uint8_t *map;
   ft__slot_hdr_t *hdr;
@@ -144,12 +188,13 @@ int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
 
 /* Create (or resize) slot idx in dir with geometry g, state EMPTY.  msg may
  * be NULL. */
-int ft__slot_create(ft__slot_t *s, const char *dir, int idx, const char *job,
-                    const ft__slot_geom_t *g, char *msg, size_t msglen);
+int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                    const char *job, const ft__slot_geom_t *g, char *msg,
+                    size_t msglen);
 /* Open and validate an existing slot.  FT_ENOENT when it does not exist.
  * msg may be NULL. */
-int ft__slot_open(ft__slot_t *s, const char *dir, int idx, const char *job,
-                  char *msg, size_t msglen);
+int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                  const char *job, char *msg, size_t msglen);
 void ft__slot_close(ft__slot_t *s);
 
 /* The state (FT_SLOT_STATE_INVALID if the word went bad since the slot
@@ -297,7 +342,7 @@ int ft__meta_describes(const ft__meta_t *m, uint64_t layout, uint64_t vepoch);
 int ft__meta_same_entry(const ft__meta_t *mine, const ft__meta_t *m);
 /* Does dir/name (a group table) hold mine's own entry for mine's layout?
  * 0 when it does not or cannot be read.  tmp: room for one entry. */
-int ft__group_meta_matches(const char *dir, const char *name,
+int ft__group_meta_matches(const ft__dir_t *dir, const char *name,
                            const ft__meta_t *mine, ft__meta_t *tmp);
 
 /*
@@ -322,52 +367,59 @@ int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
                     const char *path, char *msg, size_t msglen);
 /* Atomic write: dir/meta.tmp, fsync, rename to dir/meta, fsync dir.  msg
  * may be NULL. */
-int ft__meta_write(const char *dir, const ft__meta_t *m, char *msg,
+int ft__meta_write(const ft__dir_t *dir, const ft__meta_t *m, char *msg,
                    size_t msglen);
 /* FT_ENOENT when there is none.  msg may be NULL. */
-int ft__meta_read(const char *dir, ft__meta_t *m, char *msg, size_t msglen);
+int ft__meta_read(const ft__dir_t *dir, ft__meta_t *m, char *msg,
+                  size_t msglen);
 /* The same for dir/name (FT_META or FT_META_PENDING). */
-int ft__meta_write_as(const char *dir, const char *name, const ft__meta_t *m,
-                      char *msg, size_t msglen);
-int ft__meta_read_as(const char *dir, const char *name, ft__meta_t *m,
+int ft__meta_write_as(const ft__dir_t *dir, const char *name,
+                      const ft__meta_t *m, char *msg, size_t msglen);
+int ft__meta_read_as(const ft__dir_t *dir, const char *name, ft__meta_t *m,
                      char *msg, size_t msglen);
 /* The pending layout becomes the current one: FT_GROUP_META_PENDING, then
  * FT_META_PENDING renamed over the current files, each where it is there
  * (a crash in between leaves FT_META_PENDING, which the next start-up or
  * ft-restore promotes again or drops; readers take the group table whose
  * members match their metadata's layout).  msg may be NULL. */
-int ft__meta_promote(const char *dir, char *msg, size_t msglen);
+int ft__meta_promote(const ft__dir_t *dir, char *msg, size_t msglen);
 /* Remove FT_META_PENDING (a layout that never committed a version, or one
  * already made current) and FT_GROUP_META_PENDING, unless that table is
  * the one that matches m, the metadata that stays: then it replaces
  * FT_GROUP_META.  msg may be NULL. */
-int ft__meta_drop_pending(const char *dir, const ft__meta_t *m, char *msg,
-                          size_t msglen);
+int ft__meta_drop_pending(const ft__dir_t *dir, const ft__meta_t *m,
+                          char *msg, size_t msglen);
 
-/* Atomic replacement of dir/name by len bytes: temp file, fsync, rename,
- * fsync of the directory (redis rdbSave).  msg may be NULL. */
-int ft__store_write_file(const char *dir, const char *name, const void *buf,
-                         size_t len, char *msg, size_t msglen);
+/* Atomic replacement of dir/name by len bytes: temp file (name.tmp, made
+ * new: O_EXCL), fsync, rename, fsync of the directory (redis rdbSave).
+ * msg may be NULL. */
+int ft__store_write_file(const ft__dir_t *dir, const char *name,
+                         const void *buf, size_t len, char *msg,
+                         size_t msglen);
 /* rename(dir/from, dir/to), then fsync of the directory.  msg may be
  * NULL. */
-int ft__store_rename(const char *dir, const char *from, const char *to,
+int ft__store_rename(const ft__dir_t *dir, const char *from, const char *to,
                      char *msg, size_t msglen);
+/* Remove dir/name (a link in its place is removed, never followed); none
+ * there is no error.  msg may be NULL. */
+int ft__store_unlink(const ft__dir_t *dir, const char *name, char *msg,
+                     size_t msglen);
 
 /* Read a whole file of at most max bytes into a buffer to free with
  * ft__free (*buf NULL on failure); FT_ENOMEM (with msg) when there is no
  * room for it.  msg may be NULL. */
-int ft__store_read_file(const char *dir, const char *name, size_t max,
+int ft__store_read_file(const ft__dir_t *dir, const char *name, size_t max,
                         uint8_t **buf, size_t *len, char *msg, size_t msglen);
 
 /* dir/name (FT_GROUP_META or FT_GROUP_META_PENDING): the metadata of every
  * member of this node's group (each as ft__meta_encode wrote it), so that
  * the survivors can describe a lost member to its replacement.  msg may be
  * NULL. */
-int ft__group_meta_write(const char *dir, const char *name,
+int ft__group_meta_write(const ft__dir_t *dir, const char *name,
                          const uint8_t *const *parts, const size_t *lens,
                          int n, char *msg, size_t msglen);
 /* Read member pos (0-based) of dir/name into m.  msg may be NULL. */
-int ft__group_meta_read(const char *dir, const char *name, int pos,
+int ft__group_meta_read(const ft__dir_t *dir, const char *name, int pos,
                         ft__meta_t *m, char *msg, size_t msglen);
 /* The same from the len bytes of such a file (path names them). */
 int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
@@ -379,43 +431,50 @@ int ft__write_all(int fd, const uint8_t *p, size_t n);
 
 /*
  * One launch per job and node: an exclusive flock(2) on the store directory
- * dir, held through *fd until that descriptor is closed (or the process
- * ends, however it ends).  A lock held elsewhere is waited for up to
+ * dir, held through *fd (a descriptor of dir's own, opened relative to
+ * dir->fd) until that descriptor is closed (or the process ends, however
+ * it ends).  A lock held elsewhere is waited for up to
  * wait_s seconds (a previous launch's SMP may still be exiting), then
  * FT_EINUSE; nothing in dir is read or written either way.  *fd is -1 on
  * failure.  msg may be NULL.
  */
-int ft__store_lock(const char *dir, double wait_s, int *fd, char *msg,
+int ft__store_lock(const ft__dir_t *dir, double wait_s, int *fd, char *msg,
                    size_t msglen);
 
 /* Is slot idx of dir blank: absent, shorter than its magic, or with an
  * all-zero magic (what a crash leaves while ft__slot_create resizes it)?
  * A blank slot holds no version; one that is not blank yet fails
  * ft__slot_open is damaged and may have held a committed one. */
-int ft__slot_blank(const char *dir, int idx);
+int ft__slot_blank(const ft__dir_t *dir, int idx);
 
 /* Remove everything of the job's store in dir but the directory (and its
  * lock): meta, meta.next, group.meta, both slots, the adopt<N>/ stores.
  * Close the slots' mappings first.  The first failure, with msg (may be
  * NULL). */
-int ft__store_clear(const char *dir, char *msg, size_t msglen);
+int ft__store_clear(const ft__dir_t *dir, char *msg, size_t msglen);
 
 /* Remove every adopt<N>/ store under dir (what ft-restore --mode shrink
  * left for a re-slice).  The first failure, with msg (may be NULL); what
  * could be removed is removed. */
-int ft__store_remove_adopted(const char *dir, char *msg, size_t msglen);
+int ft__store_remove_adopted(const ft__dir_t *dir, char *msg,
+                             size_t msglen);
 
 /*
  * The store directory dir of a job, under root (FT_STORE_ROOT; dir begins
- * with root): made (mode 0700) where missing, and refused (FT_ECONFIG, with
- * a message saying what is wrong and what to do) unless root and every
- * directory from it down to dir is a real directory (not a symbolic link)
- * owned by this user and not writable by group or others.  On a shared
- * node, another user could otherwise have made the root first and read,
- * fill or redirect the job's files.  msg may be NULL.
+ * with root), opened into d: with create, made (mode 0700) where missing
+ * (without, FT_ENOENT where it is missing and nothing is made), and
+ * refused (FT_ECONFIG, with a message saying what is wrong and what to do)
+ * unless root and every directory from it down to dir is a real directory
+ * (not a symbolic link) owned by this user and not writable by group or
+ * others.  Each directory below the root is opened relative to the one
+ * above it and checked through its descriptor, and d->fd is the one
+ * checked last: nothing put in place of a path after the check is used.
+ * On a shared node, another user could otherwise have made the root first
+ * and read, fill or redirect the job's files.  Every tool that reads a
+ * store opens it here.  d->fd is -1 on failure.  msg may be NULL.
  */
-int ft__store_open_dir(const char *root, const char *dir, char *msg,
-                       size_t msglen);
+int ft__store_open_dir(const char *root, const char *dir, int create,
+                       ft__dir_t *d, char *msg, size_t msglen);
 
 /* mkdir -p of dir (mode 0700).  msg may be NULL. */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);

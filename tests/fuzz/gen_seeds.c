@@ -33,13 +33,16 @@ static void slot_seed(const char *tmp, const char *name, uint32_t nlocal,
                       uint32_t st) {
   ft__slot_geom_t g;
   ft__slot_t s;
+  ft__dir_t d;
   char msg[512];
   if (ft__slot_geom_local(&g, nlocal, bytes) != FT_OK ||
       ft__slot_geom_code(&g, k, m, (g.local_bytes + k - 1) / k) != FT_OK ||
-      ft__slot_create(&s, tmp, 0, "fuzz-job", &g, msg, sizeof(msg)) != FT_OK) {
+      ft__dir_open(&d, tmp, msg, sizeof(msg)) != FT_OK ||
+      ft__slot_create(&s, &d, 0, "fuzz-job", &g, msg, sizeof(msg)) != FT_OK) {
     fprintf(stderr, "gen_seeds: %s: cannot make the slot\n", name);
     exit(1);
   }
+  ft__dir_close(&d);
   if (st != FT_SLOT_EMPTY) {
     ft__slot_begin(&s, 42, 0, 1, 1);
     for (uint32_t r = 0; r < nlocal; r++)

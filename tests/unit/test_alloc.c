@@ -251,8 +251,8 @@ static int try_meta_read(void *arg) {
   meta_try_t *t = arg;
   char msg[512] = "";
   int rc = t->pos < 0
-               ? ft__meta_read(dir, t->got, msg, sizeof(msg))
-               : ft__group_meta_read(dir, FT_GROUP_META, t->pos, t->got, msg, sizeof(msg));
+               ? ft__meta_read(&sdir, t->got, msg, sizeof(msg))
+               : ft__group_meta_read(&sdir, FT_GROUP_META, t->pos, t->got, msg, sizeof(msg));
   if (rc == FT_ENOMEM) {
     ck_msg_has(msg, "out of memory");
     ck_msg_has(msg, dir);
@@ -266,7 +266,7 @@ static int try_meta_read(void *arg) {
 START_TEST(oom_meta_read) {
   ft__meta_t *m = sample_meta(4);
   char msg[512] = "";
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
   meta_try_t t = {m, calloc(1, sizeof(ft__meta_t)), -1};
   ck_assert_ptr_nonnull(t.got);
   ck_assert_int_gt(oom_loop("ft__meta_read", try_meta_read, &t), 0);
@@ -331,13 +331,13 @@ typedef struct write_try {
 static int try_meta_write(void *arg) {
   write_try_t *t = arg;
   char msg[512] = "";
-  int rc = ft__meta_write(dir, t->m, msg, sizeof(msg));
+  int rc = ft__meta_write(&sdir, t->m, msg, sizeof(msg));
   if (rc == FT_ENOMEM) {
     long saved = budget;
     budget = -1;
     ft__meta_t *now = calloc(1, sizeof(*now));
     ck_assert_ptr_nonnull(now);
-    ck_assert_int_eq(ft__meta_read(dir, now, msg, sizeof(msg)), FT_OK);
+    ck_assert_int_eq(ft__meta_read(&sdir, now, msg, sizeof(msg)), FT_OK);
     ck_assert_uint_eq(now->epoch, t->old_epoch);
     free(now);
     budget = saved;
@@ -348,13 +348,13 @@ static int try_meta_write(void *arg) {
 START_TEST(oom_meta_write) {
   ft__meta_t *m = sample_meta(2);
   char msg[512] = "";
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
   write_try_t t = {m, m->epoch};
   m->epoch = 5;
   ck_assert_int_gt(oom_loop("ft__meta_write", try_meta_write, &t), 0);
   ft__meta_t *got = calloc(1, sizeof(*got));
   ck_assert_ptr_nonnull(got);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert_uint_eq(got->epoch, 5);
   free(got);
   free(m);
@@ -372,7 +372,7 @@ START_TEST(oom_group_meta_read) {
     ck_assert_int_eq(ft__meta_encode(m[i], &parts[i], &lens[i]), FT_OK);
   }
   char msg[512] = "";
-  ck_assert_int_eq(ft__group_meta_write(dir, FT_GROUP_META, (const uint8_t *const *)parts,
+  ck_assert_int_eq(ft__group_meta_write(&sdir, FT_GROUP_META, (const uint8_t *const *)parts,
                                         lens, 3, msg, sizeof(msg)),
                    FT_OK);
   meta_try_t t = {m[1], calloc(1, sizeof(ft__meta_t)), 1};

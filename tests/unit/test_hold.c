@@ -96,8 +96,11 @@ static ft__ctl_t *new_ctl(char *dir) {
   strcpy(dir, "/tmp/ftrt-hold-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   ft__ctl_t *ctl;
-  char msg[256];
-  ck_assert_int_eq(ft__ctl_create(dir, 2, &ctl, msg, sizeof(msg)), FT_OK);
+  ft__dir_t d;
+  char msg[512];
+  ck_assert_int_eq(ft__dir_open(&d, dir, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__ctl_create(&d, 2, &ctl, msg, sizeof(msg)), FT_OK);
+  ft__dir_close(&d);
   return ctl;
 }
 

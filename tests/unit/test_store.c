@@ -9,6 +9,7 @@
  * segment (ctl.h).  Each test works in its own directory under /tmp, removed
  * at the end. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -118,13 +120,13 @@ static void write_version(ft__slot_t *s, uint64_t v) {
 
 static void create_slot(ft__slot_t *s, int idx, const ft__slot_geom_t *g) {
   char msg[512] = "";
-  int rc = ft__slot_create(s, dir, idx, JOB, g, msg, sizeof(msg));
+  int rc = ft__slot_create(s, &sdir, idx, JOB, g, msg, sizeof(msg));
   ck_assert_msg(rc == FT_OK, "create: %s", msg);
 }
 
 static void open_slot(ft__slot_t *s, int idx) {
   char msg[512] = "";
-  int rc = ft__slot_open(s, dir, idx, JOB, msg, sizeof(msg));
+  int rc = ft__slot_open(s, &sdir, idx, JOB, msg, sizeof(msg));
   ck_assert_msg(rc == FT_OK, "open: %s", msg);
 }
 
@@ -282,7 +284,7 @@ START_TEST(state_machine) {
 
   /* a slot that was never created */
   char msg[512] = "";
-  ck_assert_int_eq(ft__slot_open(&b, dir, 0, JOB, msg, sizeof(msg)), FT_ENOENT);
+  ck_assert_int_eq(ft__slot_open(&b, &sdir, 0, JOB, msg, sizeof(msg)), FT_ENOENT);
   ck_msg_has(msg, dir);
   ck_msg_has(msg, "/slot0");
 }
@@ -535,7 +537,7 @@ START_TEST(slots_held_unmapped) {
   char path[160], msg[512] = "";
   path_of(path, sizeof(path), "slot0");
   ck_assert_int_eq(truncate(path, 100), 0);
-  ck_assert_int_eq(ft__slot_open(&sl[0], dir, 0, JOB, msg, sizeof(msg)),
+  ck_assert_int_eq(ft__slot_open(&sl[0], &sdir, 0, JOB, msg, sizeof(msg)),
                    FT_ECORRUPT);
   check_held(sl, 0, 3, "slot 0 truncated");
   ft__slot_close(&sl[1]);
@@ -823,10 +825,13 @@ static void node_slots(ft__slot_t sl[FT_NSLOTS], int node,
   char sub[160], msg[512] = "";
   snprintf(sub, sizeof(sub), "%s/node%d", dir, node);
   ck_assert_msg(ft__store_mkdir(sub, msg, sizeof(msg)) == FT_OK, "%s", msg);
+  ft__dir_t d;
+  ck_assert_msg(ft__dir_open(&d, sub, msg, sizeof(msg)) == FT_OK, "%s", msg);
   for (int i = 0; i < FT_NSLOTS; i++) {
-    int rc = ft__slot_create(&sl[i], sub, i, JOB, g, msg, sizeof(msg));
+    int rc = ft__slot_create(&sl[i], &d, i, JOB, g, msg, sizeof(msg));
     ck_assert_msg(rc == FT_OK, "create: %s", msg);
   }
+  ft__dir_close(&d);
 }
 
 /* Take a begun slot of version v up to state `to` (LOCAL and later). */
@@ -1134,7 +1139,7 @@ START_TEST(slot_damaged) {
   ft__slot_close(&s);
 
   char msg[512] = "";
-  int rc = ft__slot_open(&s, dir, 1, JOB, msg, sizeof(msg));
+  int rc = ft__slot_open(&s, &sdir, 1, JOB, msg, sizeof(msg));
   ck_assert_msg(rc == slot_bad[_i].status, "%s: status %s, want %s (%s)",
                 slot_bad[_i].what, ft_err_name(rc),
                 ft_err_name(slot_bad[_i].status), msg);
@@ -1258,7 +1263,7 @@ START_TEST(slot_header_flips) {
   b ^= f->mask;
   ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)f->off), 1);
   close(fd);
-  int rc = ft__slot_open(&s, dir, 1, JOB, msg, sizeof(msg));
+  int rc = ft__slot_open(&s, &sdir, 1, JOB, msg, sizeof(msg));
   ck_assert_msg(rc == FT_ECORRUPT,
                 "%s flipped (byte %zu ^ 0x%02x): %s, "
                 "expected FT_ECORRUPT (%s)",
@@ -1333,7 +1338,7 @@ END_TEST
 
 static int reopens(int idx) {
   ft__slot_t s;
-  int rc = ft__slot_open(&s, dir, idx, JOB, NULL, 0);
+  int rc = ft__slot_open(&s, &sdir, idx, JOB, NULL, 0);
   ft__slot_close(&s);
   return rc;
 }
@@ -1379,7 +1384,7 @@ START_TEST(slot_header_writers) {
   ft__slot_set_state(&s, FT_SLOT_COMMITTED);
   ck_assert_int_eq(ft__slot_intact(&s), 0);
   ft__slot_close(&s);
-  ck_assert_int_eq(ft__slot_open(&s, dir, 0, JOB, msg, sizeof(msg)),
+  ck_assert_int_eq(ft__slot_open(&s, &sdir, 0, JOB, msg, sizeof(msg)),
                    FT_ECORRUPT);
   ck_msg_has(msg, "header checksum");
   /* made anew, it is whole again */
@@ -1429,8 +1434,8 @@ static ft__meta_t *sample_meta(void) {
 START_TEST(meta_round_trip) {
   ft__meta_t *m = sample_meta(), *got = calloc(1, sizeof(*got));
   char msg[512] = "", path[128], tmp[128];
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert_str_eq(got->job, JOB);
   ck_assert_str_eq(got->host, "node07.cluster");
   ck_assert_uint_eq(got->epoch, 3);
@@ -1474,12 +1479,12 @@ START_TEST(meta_round_trip) {
   m->epoch = 4;
   m->nlocal = 1;
   snprintf(m->host, sizeof(m->host), "node08");
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
   ck_assert_int_eq(access(tmp, F_OK), -1);
   ck_assert_int_eq(stat(path, &st2), 0);
   ck_assert_uint_ne(st1.st_ino, st2.st_ino);
   ck_assert_uint_lt(st2.st_size, st1.st_size);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert_uint_eq(got->epoch, 4);
   ck_assert_uint_eq(got->nlocal, 1);
   ck_assert_str_eq(got->host, "node08");
@@ -1495,12 +1500,12 @@ START_TEST(meta_round_trip) {
   ck_assert_ptr_nonnull(f);
   fputs("garbage from a crash", f);
   fclose(f);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert_uint_eq(got->epoch, 4);
   m->epoch = 5;
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
   ck_assert_int_eq(access(tmp, F_OK), -1);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert_uint_eq(got->epoch, 5);
   free(m);
   free(got);
@@ -1527,16 +1532,16 @@ START_TEST(meta_full_tables) {
     }
   }
   char msg[512] = "";
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert(memcmp(m, got, sizeof(*m)) == 0);
   /* too many ranks or nodes cannot be written */
   m->nlocal = FT_MAX_LOCAL + 1;
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_ERANGE);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_ERANGE);
   ck_msg_has(msg, "meta: cannot encode");
   m->nlocal = 1;
   m->nnodes = FT_MAX_NODES + 1;
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_ERANGE);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_ERANGE);
   ck_msg_has(msg, "meta: cannot encode");
   free(m);
   free(got);
@@ -1546,18 +1551,21 @@ END_TEST
 START_TEST(meta_missing) {
   ft__meta_t *got = calloc(1, sizeof(*got));
   char msg[512] = "", path[128];
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_ENOENT);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_ENOENT);
   path_of(path, sizeof(path), "meta");
   ck_msg_has(msg, path);
   /* a directory where the file should be */
   ck_assert_int_eq(mkdir(path, 0700), 0);
-  ck_assert_int_eq(ft__meta_read(dir, got, msg, sizeof(msg)), FT_EIO);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_EIO);
   ck_msg_has(msg, path);
   ck_msg_has(msg, "read");
   /* writing into a directory that does not exist */
   ft__meta_t *m = sample_meta();
   path_of(path, sizeof(path), "nodir");
-  ck_assert_int_eq(ft__meta_write(path, m, msg, sizeof(msg)), FT_ENOENT);
+  ft__dir_t nodir;
+  ck_assert_int_eq(ft__dir_open(&nodir, path, msg, sizeof(msg)), FT_ENOENT);
+  ck_msg_has(msg, "nodir");
+  ck_assert_int_eq(ft__meta_write(&nodir, m, msg, sizeof(msg)), FT_ENOENT);
   ck_msg_has(msg, "nodir/meta.tmp");
   free(m);
   free(got);
@@ -1758,7 +1766,7 @@ START_TEST(meta_damaged) {
   ck_assert_ptr_nonnull(f);
   ck_assert_uint_eq(fwrite(mbuf, 1, mlen, f), mlen);
   fclose(f);
-  int rc = ft__meta_read(dir, got, msg, sizeof(msg));
+  int rc = ft__meta_read(&sdir, got, msg, sizeof(msg));
   ck_assert_msg(rc == meta_bad[_i].status, "%s: status %s, want %s (%s)",
                 meta_bad[_i].what, ft_err_name(rc),
                 ft_err_name(meta_bad[_i].status), msg);
@@ -1786,12 +1794,22 @@ START_TEST(store_root_private) {
   snprintf(job, sizeof(job), "%s/job", r);
   ck_assert_int_eq(mkdir(r, 0777), 0);
   ck_assert_int_eq(chmod(r, 0777), 0); /* past the umask */
-  ck_assert_int_eq(ft__store_open_dir(r, job, msg, sizeof(msg)), FT_ECONFIG);
+  ft__dir_t d;
+  ck_assert_int_eq(ft__store_open_dir(r, job, 1, &d, msg, sizeof(msg)),
+                   FT_ECONFIG);
+  ck_assert_int_eq(d.fd, -1);
   ck_msg_has(msg, r);
   ck_msg_has(msg, "writable by others");
   ck_assert_int_ne(access(job, F_OK), 0);
   ck_assert_int_eq(chmod(r, 0700), 0);
-  ck_assert_int_eq(ft__store_open_dir(r, job, msg, sizeof(msg)), FT_OK);
+  /* without create, a missing job directory is FT_ENOENT, none made */
+  ck_assert_int_eq(ft__store_open_dir(r, job, 0, &d, msg, sizeof(msg)),
+                   FT_ENOENT);
+  ck_assert_int_ne(access(job, F_OK), 0);
+  ck_assert_int_eq(ft__store_open_dir(r, job, 1, &d, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_ge(d.fd, 0);
+  ck_assert_str_eq(d.path, job);
+  ft__dir_close(&d);
   struct stat st;
   ck_assert_int_eq(lstat(job, &st), 0);
   ck_assert_uint_eq(st.st_mode & 0777, 0700);
@@ -1801,15 +1819,154 @@ START_TEST(store_root_private) {
   snprintf(job2, sizeof(job2), "%s/job2", r);
   ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
   ck_assert_int_eq(symlink(elsewhere, job2), 0);
-  ck_assert_int_eq(ft__store_open_dir(r, job2, msg, sizeof(msg)), FT_ECONFIG);
+  ck_assert_int_eq(ft__store_open_dir(r, job2, 1, &d, msg, sizeof(msg)),
+                   FT_ECONFIG);
+  ck_msg_has(msg, "symbolic link");
+  ck_assert_int_eq(ft__store_open_dir(r, job2, 0, &d, msg, sizeof(msg)),
+                   FT_ECONFIG);
   ck_msg_has(msg, "symbolic link");
   /* another user's root (only root can make one) */
   if (geteuid() == 0) {
     ck_assert_int_eq(chown(r, 65534, 65534), 0);
-    ck_assert_int_eq(ft__store_open_dir(r, job, msg, sizeof(msg)), FT_ECONFIG);
+    ck_assert_int_eq(ft__store_open_dir(r, job, 0, &d, msg, sizeof(msg)),
+                     FT_ECONFIG);
     ck_msg_has(msg, "owned by uid 65534");
     ck_assert_int_eq(chown(r, 0, 0), 0);
   }
+}
+END_TEST
+
+/* Entries of path other than . and .. */
+static int entries(const char *path) {
+  DIR *d = opendir(path);
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return n;
+}
+
+/* Once a store directory is verified and open, its files are made, read,
+ * renamed, locked and removed there only: a directory swapped in under its
+ * path afterwards (the real one renamed away, a symbolic link to another
+ * directory put in its place) receives nothing and nothing of it is read
+ * (issue 14.5: everything relative to the verified directory's
+ * descriptor). */
+START_TEST(store_dir_swapped) {
+  char r[160], job[200], moved[200], other[200], path[300], msg[512] = "";
+  snprintf(r, sizeof(r), "%s/root", dir);
+  snprintf(job, sizeof(job), "%s/job", r);
+  snprintf(moved, sizeof(moved), "%s/moved", r);
+  snprintf(other, sizeof(other), "%s/other", dir);
+  ck_assert_int_eq(mkdir(r, 0700), 0);
+  ft__dir_t d;
+  ck_assert_msg(ft__store_open_dir(r, job, 1, &d, msg, sizeof(msg)) == FT_OK,
+                "%s", msg);
+  ft__meta_t *m = sample_meta(), *got = calloc(1, sizeof(*got));
+  ck_assert_int_eq(ft__meta_write(&d, m, msg, sizeof(msg)), FT_OK);
+  /* the swap */
+  ck_assert_int_eq(rename(job, moved), 0);
+  ck_assert_int_eq(mkdir(other, 0700), 0);
+  ck_assert_int_eq(symlink(other, job), 0);
+  /* a planted metadata file in the other directory is never read */
+  snprintf(path, sizeof(path), "%s/meta.pending", other);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("planted", f);
+  fclose(f);
+  ck_assert_int_eq(ft__meta_read_as(&d, FT_META_PENDING, got, msg, sizeof(msg)),
+                   FT_ENOENT);
+  ck_assert_int_eq(ft__meta_read(&d, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_uint_eq(got->epoch, m->epoch);
+  /* every kind of write lands in the verified directory */
+  m->epoch++;
+  ck_assert_int_eq(ft__meta_write_as(&d, FT_META_PENDING, m, msg, sizeof(msg)),
+                   FT_OK);
+  ck_assert_int_eq(ft__store_write_file(&d, FT_GROUP_META, "t", 1, msg,
+                                        sizeof(msg)),
+                   FT_OK);
+  ck_assert_int_eq(ft__meta_promote(&d, msg, sizeof(msg)), FT_OK);
+  ft__ctl_t *ctl = NULL;
+  ck_assert_int_eq(ft__ctl_create(&d, 1, &ctl, msg, sizeof(msg)), FT_OK);
+  ft__ctl_detach(ctl);
+  ck_assert_int_eq(ft__ctl_attach(&d, &ctl, msg, sizeof(msg)), FT_OK);
+  ft__ctl_detach(ctl);
+  ft__slot_geom_t g;
+  geom3(&g, 2, 1);
+  ft__slot_t s;
+  ck_assert_int_eq(ft__slot_create(&s, &d, 0, JOB, &g, msg, sizeof(msg)),
+                   FT_OK);
+  ft__slot_close(&s);
+  ck_assert_int_eq(ft__slot_open(&s, &d, 0, JOB, msg, sizeof(msg)), FT_OK);
+  ft__slot_close(&s);
+  ck_assert_int_eq(ft__slot_blank(&d, 0), 0);
+  ft__dir_t sub;
+  ck_assert_int_eq(ft__dir_sub(&d, "adopt1", 1, &sub, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sub, m, msg, sizeof(msg)), FT_OK);
+  ft__dir_close(&sub);
+  ck_assert_int_eq(entries(other), 1); /* only the planted file */
+  static const char *const there[] = {"meta", "group.meta", "ctl", "slot0",
+                                      "adopt1/meta"};
+  struct stat st;
+  for (size_t i = 0; i < sizeof(there) / sizeof(there[0]); i++) {
+    snprintf(path, sizeof(path), "%s/%s", moved, there[i]);
+    ck_assert_msg(lstat(path, &st) == 0, "%s missing", path);
+  }
+  ck_assert_int_eq(ft__meta_read(&d, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_uint_eq(got->epoch, m->epoch); /* the promoted one */
+  /* the lock is the verified directory's */
+  int lk = -1;
+  ck_assert_int_eq(ft__store_lock(&d, 0, &lk, msg, sizeof(msg)), FT_OK);
+  int fd = open(moved, O_RDONLY | O_DIRECTORY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_ne(flock(fd, LOCK_EX | LOCK_NB), 0);
+  close(fd);
+  close(lk);
+  /* and so is what is removed */
+  ck_assert_int_eq(ft__store_clear(&d, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(entries(moved), 1); /* ctl: rebuilt at each launch */
+  ck_assert_int_eq(entries(other), 1);
+  /* opened again by its path, the store is refused: a link is in the way */
+  ft__dir_close(&d);
+  ck_assert_int_eq(ft__store_open_dir(r, job, 0, &d, msg, sizeof(msg)),
+                   FT_ECONFIG);
+  ck_msg_has(msg, "symbolic link");
+  free(m);
+  free(got);
+}
+END_TEST
+
+/* A sub-directory of a store (adopt<N>/) is opened relative to it and
+ * checked as the store is: not a link, ours, private. */
+START_TEST(store_sub_private) {
+  char path[300], target[200], msg[512] = "";
+  ft__dir_t sub;
+  snprintf(target, sizeof(target), "%s/elsewhere", dir);
+  ck_assert_int_eq(mkdir(target, 0700), 0);
+  snprintf(path, sizeof(path), "%s/adopt1", dir);
+  ck_assert_int_eq(symlink(target, path), 0);
+  ck_assert_int_eq(ft__dir_sub(&sdir, "adopt1", 1, &sub, msg, sizeof(msg)),
+                   FT_ECONFIG);
+  ck_assert_int_eq(sub.fd, -1);
+  ck_msg_has(msg, path);
+  ck_msg_has(msg, "symbolic link");
+  snprintf(path, sizeof(path), "%s/adopt2", dir);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  ck_assert_int_eq(chmod(path, 0777), 0);
+  ck_assert_int_eq(ft__dir_sub(&sdir, "adopt2", 0, &sub, msg, sizeof(msg)),
+                   FT_ECONFIG);
+  ck_msg_has(msg, "writable by others");
+  ck_assert_int_eq(ft__dir_sub(&sdir, "adopt3", 0, &sub, msg, sizeof(msg)),
+                   FT_ENOENT);
+  ck_assert_int_eq(ft__dir_sub(&sdir, "adopt3", 1, &sub, msg, sizeof(msg)),
+                   FT_OK);
+  struct stat st;
+  ck_assert_int_eq(fstat(sub.fd, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0700);
+  ft__dir_close(&sub);
+  ck_assert_int_eq(entries(target), 0);
 }
 END_TEST
 
@@ -1840,7 +1997,7 @@ START_TEST(remove_adopted_all) {
   fclose(f);
   snprintf(path, sizeof(path), "%s/adopt2", dir);
   ck_assert_int_eq(symlink(target, path), 0);
-  ck_assert_int_eq(ft__store_remove_adopted(dir, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__store_remove_adopted(&sdir, msg, sizeof(msg)), FT_OK);
   struct stat st;
   static const char *const gone[] = {"adopt1", "adopt2", "adopt3"};
   for (size_t i = 0; i < 3; i++) {
@@ -1867,10 +2024,10 @@ START_TEST(store_no_follow) {
   /* meta.tmp and ctl.new are made anew: the planted links are removed,
    * not followed */
   ft__meta_t *m = sample_meta();
-  ck_assert_int_eq(ft__meta_write(dir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
   free(m);
   ft__ctl_t *ctl = NULL;
-  ck_assert_int_eq(ft__ctl_create(dir, 1, &ctl, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__ctl_create(&sdir, 1, &ctl, msg, sizeof(msg)), FT_OK);
   ft__ctl_detach(ctl);
   struct stat st;
   path_of(link, sizeof(link), "meta");
@@ -1885,9 +2042,9 @@ START_TEST(store_no_follow) {
   ck_assert_int_eq(ft__slot_geom_local(&g, 1, bytes), FT_OK);
   ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, 4096), FT_OK);
   ft__slot_t s;
-  ck_assert_int_ne(ft__slot_create(&s, dir, 0, JOB, &g, msg, sizeof(msg)),
+  ck_assert_int_ne(ft__slot_create(&s, &sdir, 0, JOB, &g, msg, sizeof(msg)),
                    FT_OK);
-  ck_assert_int_ne(ft__slot_open(&s, dir, 0, JOB, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_ne(ft__slot_open(&s, &sdir, 0, JOB, msg, sizeof(msg)), FT_OK);
   char got[32] = "";
   f = fopen(target, "r");
   ck_assert_ptr_nonnull(f);
@@ -1902,19 +2059,21 @@ END_TEST
 START_TEST(store_lock) {
   char msg[512] = "", none[300];
   int a, b;
-  ck_assert_int_eq(ft__store_lock(dir, 0, &a, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__store_lock(&sdir, 0, &a, msg, sizeof(msg)), FT_OK);
   ck_assert_int_ge(a, 0);
-  ck_assert_int_eq(ft__store_lock(dir, 0.05, &b, msg, sizeof(msg)),
+  ck_assert_int_eq(ft__store_lock(&sdir, 0.05, &b, msg, sizeof(msg)),
                    FT_EINUSE);
   ck_assert_int_eq(b, -1);
   ck_msg_has(msg, dir);
   ck_msg_has(msg, "another launch of this job");
-  ck_assert_int_eq(ft__store_lock(dir, 0, &b, NULL, 0), FT_EINUSE);
+  ck_assert_int_eq(ft__store_lock(&sdir, 0, &b, NULL, 0), FT_EINUSE);
   close(a);
-  ck_assert_int_eq(ft__store_lock(dir, 0, &b, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__store_lock(&sdir, 0, &b, msg, sizeof(msg)), FT_OK);
   close(b);
   snprintf(none, sizeof(none), "%s/none", dir);
-  ck_assert_int_eq(ft__store_lock(none, 0, &b, msg, sizeof(msg)), FT_ENOENT);
+  ft__dir_t nd;
+  ft__dir_init(&nd, none);
+  ck_assert_int_eq(ft__store_lock(&nd, 0, &b, msg, sizeof(msg)), FT_ENOENT);
   ck_msg_has(msg, none);
 }
 END_TEST
@@ -1973,11 +2132,13 @@ START_TEST(ctl_refusals) {
   char msg[512] = "", path[256], missing[256];
   ft__ctl_t *ctl = NULL;
   snprintf(missing, sizeof(missing), "%s/none", dir);
-  ck_assert_int_eq(ft__ctl_create(missing, 1, &ctl, msg, sizeof(msg)),
+  ft__dir_t none; /* as ft__dir_open leaves it when there is none */
+  ck_assert_int_eq(ft__dir_open(&none, missing, msg, sizeof(msg)), FT_ENOENT);
+  ck_assert_int_eq(ft__ctl_create(&none, 1, &ctl, msg, sizeof(msg)),
                    FT_ENOENT);
   ck_msg_has(msg, "none/ctl.new: ");
   ck_msg_has(msg, strerror(ENOENT));
-  ck_assert_int_eq(ft__ctl_attach(missing, &ctl, msg, sizeof(msg)), FT_ENOENT);
+  ck_assert_int_eq(ft__ctl_attach(&none, &ctl, msg, sizeof(msg)), FT_ENOENT);
   ck_msg_has(msg, "none/ctl: ");
   ck_msg_has(msg, strerror(ENOENT));
 
@@ -1986,11 +2147,11 @@ START_TEST(ctl_refusals) {
   int fd = open(path, O_RDWR | O_CREAT, 0600);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(ftruncate(fd, 100), 0);
-  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, msg, sizeof(msg)), FT_EMISMATCH);
+  ck_assert_int_eq(ft__ctl_attach(&sdir, &ctl, msg, sizeof(msg)), FT_EMISMATCH);
   ck_msg_has(msg, "/ctl: wrong size");
   ck_assert_int_eq(ftruncate(fd, sizeof(ft__ctl_t)), 0);
   ctl = (ft__ctl_t *)msg; /* anything but NULL */
-  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, msg, sizeof(msg)), FT_ECORRUPT);
+  ck_assert_int_eq(ft__ctl_attach(&sdir, &ctl, msg, sizeof(msg)), FT_ECORRUPT);
   ck_msg_has(msg, "/ctl: bad magic");
   ck_assert_ptr_null(ctl);
   close(fd);
@@ -2002,10 +2163,10 @@ START_TEST(ctl_refusals) {
   snprintf(inside, sizeof(inside), "%s/x", path);
   ck_assert_int_eq(mkdir(inside, 0700), 0);
   ctl = (ft__ctl_t *)msg;
-  ck_assert_int_eq(ft__ctl_create(dir, 1, &ctl, msg, sizeof(msg)), FT_EIO);
+  ck_assert_int_eq(ft__ctl_create(&sdir, 1, &ctl, msg, sizeof(msg)), FT_EIO);
   ck_msg_has(msg, "/ctl: rename: ");
   ck_assert_ptr_null(ctl);
-  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, msg, sizeof(msg)), FT_EIO);
+  ck_assert_int_eq(ft__ctl_attach(&sdir, &ctl, msg, sizeof(msg)), FT_EIO);
   ck_msg_has(msg, "/ctl: ");
 }
 END_TEST
@@ -2018,17 +2179,20 @@ START_TEST(msg_may_be_null) {
   ft__meta_t *m = malloc(sizeof(*m));
   ck_assert_ptr_nonnull(m);
   snprintf(missing, sizeof(missing), "%s/none", dir);
-  ck_assert_int_eq(ft__ctl_create(missing, 1, &ctl, NULL, 512), FT_ENOENT);
-  ck_assert_int_eq(ft__ctl_attach(missing, &ctl, NULL, 512), FT_ENOENT);
-  ck_assert_int_eq(ft__slot_open(&s, missing, 0, JOB, NULL, 512), FT_ENOENT);
-  ck_assert_int_eq(ft__meta_read(missing, m, NULL, 512), FT_ENOENT);
-  ck_assert_int_eq(ft__group_meta_read(missing, FT_GROUP_META, 0, m, NULL, 512), FT_ENOENT);
+  ft__dir_t none;
+  ck_assert_int_eq(ft__dir_open(&none, missing, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__ctl_create(&none, 1, &ctl, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__ctl_attach(&none, &ctl, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__slot_open(&s, &none, 0, JOB, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__meta_read(&none, m, NULL, 512), FT_ENOENT);
+  ck_assert_int_eq(ft__group_meta_read(&none, FT_GROUP_META, 0, m, NULL, 512),
+                   FT_ENOENT);
   path_of(path, sizeof(path), "ctl");
   int fd = open(path, O_RDWR | O_CREAT, 0600);
   ck_assert_int_ge(fd, 0);
-  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, NULL, 512), FT_EMISMATCH);
+  ck_assert_int_eq(ft__ctl_attach(&sdir, &ctl, NULL, 512), FT_EMISMATCH);
   ck_assert_int_eq(ftruncate(fd, sizeof(ft__ctl_t)), 0);
-  ck_assert_int_eq(ft__ctl_attach(dir, &ctl, NULL, 512), FT_ECORRUPT);
+  ck_assert_int_eq(ft__ctl_attach(&sdir, &ctl, NULL, 512), FT_ECORRUPT);
   close(fd);
   free(m);
 }
@@ -2044,7 +2208,7 @@ START_TEST(ctl_status_of_failing_call) {
   struct rlimit lim = {4096, 4096};
   ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
   close_errno = ENOSPC;
-  int rc = ft__ctl_create(dir, 1, &ctl, msg, sizeof(msg));
+  int rc = ft__ctl_create(&sdir, 1, &ctl, msg, sizeof(msg));
   close_errno = 0;
   ck_assert_msg(rc == FT_EIO, "status %s for '%s'", ft_err_name(rc), msg);
   ck_msg_has(msg, "/ctl.new: ");
@@ -2099,6 +2263,8 @@ int main(void) {
   tcase_add_test(tc, store_lock);
   tcase_add_test(tc, store_root_private);
   tcase_add_test(tc, store_no_follow);
+  tcase_add_test(tc, store_dir_swapped);
+  tcase_add_test(tc, store_sub_private);
   tcase_add_test(tc, remove_adopted_all);
   tcase_add_test(tc, ctl_refusals);
   tcase_add_test(tc, msg_may_be_null);
