@@ -247,7 +247,7 @@ class Context:
         buffers=False, its persistent buffers) in place, kind PARAM."""
         names = []
         for n, p in model.named_parameters():
-            names.append(self.register(f"{prefix}.{n}", p.data, KIND_PARAM))
+            names.append(self.register(f"{prefix}.{n}", p, KIND_PARAM))
         if buffers:
             for mod_name, mod in model.named_modules():
                 skip = getattr(mod, "_non_persistent_buffers_set", set())
