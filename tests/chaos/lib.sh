@@ -75,11 +75,13 @@ up() {
 
 # launch LOG STEPS [ARGS...]: ft-launch --cluster=$CL ARGS -- ft-train-example
 # --steps STEPS "${TRAIN_ARGS[@]}" (the script's shape: --snapshot-every,
-# --state-mb); output in $WORK/LOG; RC = its exit status.
+# --state-mb); output in $WORK/LOG; RC = its exit status.  A script sets
+# TRAIN_PROGRAM to train with another program (python3 train_gpt.py).
+TRAIN_PROGRAM=(ft-train-example)
 launch() {
   local log=$1 steps=$2; shift 2
   timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
-    ft-train-example --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1
+    "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1
   RC=$?
 }
 # launch_bg LOG STEPS [ARGS...]: the same in the background; LPID = its pid.
@@ -87,7 +89,7 @@ launch_bg() {
   local log=$1 steps=$2; shift 2
   : >"$WORK/$log"
   timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
-    ft-train-example --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
+    "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
   LPID=$!
   BG_PIDS+=("$LPID")
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Snapshot stall of the ftrt Python package against a plain torch copy.
+
+Run under ft-launch (one node: an SMP and one trainer), FT_CAPTURE=sync or
+lazy.  Registers --tensors tensors totalling --mib MiB, then --reps times:
+a copy of every tensor into preallocated buffers (Tensor.copy_), and a
+snapshot.  In sync mode the stall is snapshot()'s time; in lazy mode it is
+snapshot() plus fence() after a compute of about a copy's length.  Prints
+"result py_copy_s", "result py_stall_MODE_s" (medians) and
+"ratio py_stall_MODE_vs_copy".
+"""
+import argparse
+import os
+import statistics
+import time
+
+import ftrt
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--tensors", type=int, default=150)
+ap.add_argument("--mib", type=int, default=256)
+ap.add_argument("--reps", type=int, default=5)
+args = ap.parse_args()
+ctx = ftrt.init()
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+mode = os.environ.get("FT_CAPTURE", "sync")
+elems = args.mib * 2**20 // 4
+sizes = [elems // args.tensors + (i < elems % args.tensors)
+         for i in range(args.tensors)]
+state = [torch.full((n,), float(i)) for i, n in enumerate(sizes)]
+dst = [torch.empty_like(t) for t in state]
+for i, t in enumerate(state):
+    ctx.register(f"t{i}", t, ftrt.KIND_PARAM)
+a = torch.randn(256, 256)
+
+
+def compute(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        a @ a
+
+
+copies, stalls = [], []
+for rep in range(args.reps):
+    t0 = time.perf_counter()
+    for d, t in zip(dst, state):
+        d.copy_(t)
+    copies.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    ctx.snapshot(rep + 1)
+    stall = time.perf_counter() - t0
+    if mode == "lazy":
+        compute(2 * copies[-1])
+        t0 = time.perf_counter()
+        ctx.fence()
+        stall += time.perf_counter() - t0
+    stalls.append(stall)
+    ctx.wait_committed()
+c, s = statistics.median(copies), statistics.median(stalls)
+print(f"result py_copy_s {c:.4f}")
+print(f"result py_stall_{mode}_s {s:.4f}")
+print(f"ratio py_stall_{mode}_vs_copy {s / c:.3f}", flush=True)
+ctx.finalize()

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""A small character-level GPT trained data-parallel under ftrt.
+
+    ft-launch --nodes 4 -- python3 examples/python/train_gpt.py --steps 40
+
+Every trainer holds the whole model; gradients are averaged with
+torch.distributed (gloo) over the trainers' communicator.  With --sharded,
+Adam's state is ZeRO-1 style: each trainer keeps only its slice of a flat
+parameter vector's exp_avg/exp_avg_sq (and updates only that slice of the
+parameters, then all-gathers them); those slices are registered as slices of
+global tensors, so a job that shrinks gets them re-sliced by ftrt.
+
+Deterministic given --seed and the number of trainers: prints one
+"step N loss X" line per step (the mean over trainers), "fresh start" or
+"resumed from step S", and at the end "digest HEX", a SHA-256 of the whole
+training state (parameters, Adam's moments and step), the same however many
+times the job failed and resumed.  --digest-at N also prints
+"digest-at N HEX" after step N, or right after a restore of step N.  --no-ftrt runs the same training without
+ftrt (under plain mpirun, every rank a trainer).
+"""
+import argparse
+import sys
+import time
+
+
+def parse():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--snapshot-every", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--block", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
+    ap.add_argument("--sharded", action="store_true",
+                    help="ZeRO-1: each trainer holds its slice of Adam's state")
+    ap.add_argument("--digest-at", type=int, default=-1)
+    ap.add_argument("--no-ftrt", action="store_true")
+    ap.add_argument("--timing", action="store_true",
+                    help="print 'time N steps S s' for the steps run")
+    return ap.parse_args()
+
+
+args = parse()
+
+# ---- ftrt first: an SMP rank never returns from init(), and so never
+# ---- imports torch (it stays a small process next to the trainers).
+if args.no_ftrt:
+    from mpi4py import MPI
+    ctx, comm = None, MPI.COMM_WORLD
+else:
+    import ftrt
+    ctx = ftrt.init()
+    comm = ctx.comm
+
+import hashlib  # noqa: E402
+import random  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+torch.set_num_threads(1)
+rank, world = comm.Get_rank(), comm.Get_size()
+if args.no_ftrt:
+    from ftrt import init_process_group  # noqa: E402
+else:
+    init_process_group = ftrt.init_process_group
+init_process_group(comm)  # gloo over exactly the trainers
+
+
+# ---- the model ----
+
+class Block(nn.Module):
+    def __init__(self, d, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+        mask = torch.ones(t, t, dtype=torch.bool).triu(1)  # not a buffer
+        att = self.drop(att.masked_fill(mask, float("-inf")).softmax(-1))
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.drop(self.proj(y))
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, block, d, heads, layers, dropout):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(block, d)
+        self.blocks = nn.Sequential(*[Block(d, heads, dropout)
+                                      for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t))
+        return self.head(self.ln(self.blocks(x)))
+
+
+text = open(args.text, encoding="utf-8", errors="replace").read()
+chars = sorted(set(text))
+data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
+
+torch.manual_seed(args.seed)           # the same initial model everywhere
+model = GPT(len(chars), args.block, args.d_model, args.heads, args.layers,
+            args.dropout)
+params = [p for p in model.parameters()]
+# Each trainer draws its own batches and dropout masks.
+torch.manual_seed(args.seed * 1000 + rank + 1)
+np.random.seed(args.seed * 1000 + rank + 1)
+random.seed(args.seed * 1000 + rank + 1)
+
+# ---- data-parallel plumbing ----
+
+sizes = [p.numel() for p in params]
+total = sum(sizes)
+if args.sharded:
+    # One flat vector holds every parameter (the parameters become views of
+    # it); this trainer owns elements [lo, hi) and Adam's state for them.
+    flat = torch.cat([p.data.reshape(-1) for p in params])
+    off = 0
+    for p, n in zip(params, sizes):
+        p.data = flat[off:off + n].view_as(p)
+        off += n
+    counts = [total // world + (r < total % world) for r in range(world)]
+    lo = sum(counts[:rank])
+    hi = lo + counts[rank]
+    shard = nn.Parameter(flat[lo:hi])  # a view: updates land in flat
+    opt = torch.optim.Adam([shard], lr=args.lr)
+else:
+    opt = torch.optim.Adam(params, lr=args.lr)
+
+
+def average_gradients():
+    g = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(g)
+    g /= world
+    if args.sharded:
+        shard.grad = g[lo:hi].clone()
+    else:
+        off = 0
+        for p, n in zip(params, sizes):
+            p.grad.copy_(g[off:off + n].view_as(p))
+            off += n
+
+
+def gather_params():
+    """Sharded: every trainer's updated slice into everyone's flat vector."""
+    from mpi4py import MPI
+    buf = flat.numpy()
+    displs = [sum(counts[:r]) for r in range(world)]
+    comm.Allgatherv(MPI.IN_PLACE, [buf, counts, displs, MPI.FLOAT])
+
+
+def global_state():
+    """The whole training state, the same bytes however many trainers."""
+    parts = [torch.cat([p.data.reshape(-1) for p in params]).numpy()]
+    if args.sharded:
+        st = opt.state[shard]
+        for key in ("exp_avg", "exp_avg_sq"):
+            mine = st[key].numpy() if st else np.zeros(hi - lo, np.float32)
+            parts.append(np.concatenate(comm.allgather(mine)))
+        step = float(st["step"]) if st else 0.0
+    else:
+        for key in ("exp_avg", "exp_avg_sq"):
+            parts.append(np.concatenate([
+                opt.state[p][key].reshape(-1).numpy() if opt.state[p]
+                else np.zeros(p.numel(), np.float32) for p in params]))
+        step = float(opt.state[params[0]]["step"]) if opt.state[params[0]] \
+            else 0.0
+    parts.append(np.array([step], np.float64))
+    return parts
+
+
+def digest():
+    h = hashlib.sha256()
+    for a in global_state():
+        h.update(np.ascontiguousarray(a).tobytes())
+    mine = h.hexdigest()
+    every = comm.allgather(mine)  # collective on every trainer
+    if any(d != mine for d in every):
+        sys.exit(f"train_gpt: the trainers do not hold the same state: {every}")
+    return mine
+
+
+def batch():
+    ix = np.random.randint(0, len(data) - args.block - 1, size=args.batch)
+    x = torch.stack([data[i:i + args.block] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + args.block] for i in ix])
+    return x, y
+
+
+# ---- registration and restore: the lines ftrt asks for ----
+
+if ctx is not None:
+    if args.sharded:
+        # This trainer's slices of the global parameter vector and of Adam's
+        # moments: ftrt re-slices them when the job restarts smaller.
+        ctx.register("params", flat[lo:hi], ftrt.KIND_PARAM,
+                     global_offset=lo, global_size=total)
+        ctx.register_optimizer(opt, global_offset=lo, global_size=total)
+    else:
+        ctx.register_model(model)
+        ctx.register_optimizer(opt)   # Adam's state exists from here on
+    ctx.register_rng()                # torch, numpy and Python generators
+    counters = ctx.counters(step=0)
+    try:
+        step = ctx.restore()
+        if rank == 0:
+            print(f"resumed from step {step}", flush=True)
+        if args.sharded:
+            gather_params()  # every trainer's slice -> the whole model
+        if step == args.digest_at:  # the state as restored, before a step
+            d = digest()
+            if rank == 0:
+                print(f"digest-at {step} {d}", flush=True)
+    except ftrt.NoSnapshot:
+        if rank == 0:
+            print("fresh start", flush=True)
+else:
+    class _Plain:
+        step = 0
+    counters = _Plain()
+    if rank == 0:
+        print("fresh start (no ftrt)", flush=True)
+
+if rank == 0:
+    print(f"model {args.layers} layers d={args.d_model} params {total} "
+          f"tensors {len(params)} trainers {world}"
+          f"{' sharded' if args.sharded else ''}", flush=True)
+
+# ---- the loop ----
+
+t0, first = time.perf_counter(), counters.step
+model.train()
+while counters.step < args.steps:
+    x, y = batch()
+    loss = F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1))
+    for p in params:
+        p.grad = None
+    loss.backward()
+    average_gradients()
+    nxt = counters.step + 1
+    if ctx is not None:
+        with ctx.update(nxt, snapshot=nxt % args.snapshot_every == 0):
+            opt.step()
+            if args.sharded:
+                gather_params()
+            counters.step = nxt
+    else:
+        opt.step()
+        if args.sharded:
+            gather_params()
+        counters.step = nxt
+    total_loss = comm.allreduce(loss.item())
+    if rank == 0:
+        print(f"step {nxt} loss {total_loss / world:.6f}", flush=True)
+    if nxt == args.digest_at:
+        d = digest()
+        if rank == 0:
+            print(f"digest-at {nxt} {d}", flush=True)
+
+if args.timing and rank == 0:
+    print(f"time {counters.step - first} steps "
+          f"{time.perf_counter() - t0:.3f} s", flush=True)
+d = digest()
+if rank == 0:
+    print(f"digest {d}", flush=True)
+dist.destroy_process_group()
+if ctx is not None:
+    ctx.finalize()

@@ -1,0 +1,520 @@
+"""ftrt: in-memory fault tolerance for MPI training jobs, from Python.
+
+A thin layer over libftrt (include/ftrt.h), names mapping one to one:
+``init`` is ft_init, ``Context.register``/``snapshot``/``fence``/
+``wait_committed``/``restore``/``finalize`` are the calls of the same name,
+and every status other than FT_OK is raised as ``ftrt.Error`` carrying the
+C status, its name (``err.name == "FT_ENOSNAPSHOT"``) and message.
+
+On top of the raw calls, what a PyTorch training loop holds is registered
+in place (no copy but ftrt's own at snapshot time): a model's parameters and
+buffers, an optimizer's state (created eagerly, before the first step),
+torch's, numpy's and Python's global RNG states, and integer counters.
+
+    import ftrt
+    ctx = ftrt.init()                  # an SMP rank never returns from here
+    import torch                       # (so SMP ranks never import torch)
+    ftrt.init_process_group(ctx.comm)  # gloo over exactly the trainers
+    ...model, optimizer...
+    ctx.register_model(model)
+    ctx.register_optimizer(optimizer)  # Adam's state exists from here on
+    ctx.register_rng()
+    counters = ctx.counters(step=0)
+    try:
+        ctx.restore()                  # fills all of it, RNGs included
+    except ftrt.NoSnapshot:
+        pass                           # a fresh start
+    while counters.step < steps:
+        ...forward, backward...
+        with ctx.update(counters.step + 1):   # fence(); then snapshot()
+            optimizer.step()
+            counters.step += 1
+    ctx.finalize()
+"""
+import ctypes
+import hashlib
+import os
+import random as _pyrandom
+import sys
+
+from ._lib import Busy, Error, NoSnapshot, TimedOut, BufOpts, check, lib
+from ._lib import err_name, strerror
+
+__all__ = ["init", "Context", "Counters", "Error", "NoSnapshot", "Busy",
+           "TimedOut", "init_process_group", "err_name", "strerror",
+           "KIND_PARAM", "KIND_OPTIM", "KIND_RNG", "KIND_OTHER", "NAME_MAX"]
+
+KIND_PARAM, KIND_OPTIM, KIND_RNG, KIND_OTHER = 0, 1, 2, 3
+MEM_HOST, MEM_CUDA = 0, 1
+NAME_MAX = 63  # bytes of a registered name (FT_NAME_MAX - 1)
+_FT_EINVAL, _FT_ERANGE, _FT_ESTATE, _FT_EBUSY = -1, -15, -13, -14
+
+
+def _short_name(name):
+    """A registered name fits in NAME_MAX bytes: a longer one keeps its
+    start and ends with a hash of the whole (the same on every run)."""
+    raw = name.encode()
+    if len(raw) <= NAME_MAX:
+        return name
+    tag = hashlib.sha1(raw).hexdigest()[:12]
+    return raw[:NAME_MAX - 13].decode(errors="ignore") + "~" + tag
+
+
+def _comm_from_handle(buf):
+    """An mpi4py Intracomm for the MPI_Comm stored in buf (mpi4py's own
+    ctypes recipe: write the handle at MPI._addressof)."""
+    from mpi4py import MPI
+    comm = MPI.Intracomm()
+    ctypes.memmove(MPI._addressof(comm), buf, ctypes.sizeof(buf))
+    return comm
+
+
+def _set_comm_null(comm):
+    from mpi4py import MPI
+    size = MPI._sizeof(MPI.Comm)
+    ctypes.memmove(MPI._addressof(comm), MPI._addressof(MPI.COMM_NULL), size)
+
+
+def _import_mpi():
+    """mpi4py.MPI, initialising MPI at FUNNELED (what ft_init asks for)
+    unless the script imported it first with its own settings."""
+    if "mpi4py.MPI" not in sys.modules:
+        import mpi4py
+        mpi4py.rc.thread_level = "funneled"
+    from mpi4py import MPI
+    return MPI
+
+
+def init():
+    """ft_init.  Collective over MPI_COMM_WORLD (every rank of the launch).
+
+    On the first rank of each node this runs the node's SMP and never
+    returns (the process exits 0 once the trainers finalize, or non-zero
+    when the SMP fails); call it before importing anything heavy, so the
+    SMP stays small.  On every other rank it returns a ``Context`` whose
+    ``comm`` (mpi4py) holds the trainers only: use it, not COMM_WORLD.
+    On failure every rank raises the same ``ftrt.Error``.
+    """
+    MPI = _import_mpi()
+    handle = lib()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ctx = ctypes.c_void_p()
+    comm_buf = (ctypes.c_char * MPI._sizeof(MPI.Comm))()
+    check(handle.ft_init(None, None, ctypes.byref(ctx), comm_buf), "ft_init")
+    return Context(ctx, _comm_from_handle(comm_buf))
+
+
+def init_process_group(comm, backend="gloo", timeout_s=None):
+    """torch.distributed.init_process_group over exactly the ranks of comm:
+    rank 0 of comm picks its host's address (its hostname as the hosts
+    resolve it) and a free port, and broadcasts them over MPI.  Collective
+    over comm.  Returns nothing; destroy it with
+    torch.distributed.destroy_process_group() before ctx.finalize()."""
+    import socket
+    import datetime
+    import torch.distributed as dist
+    addr = None
+    if comm.Get_rank() == 0:
+        host = os.environ.get("MASTER_ADDR") or socket.gethostname()
+        addr = socket.gethostbyname(host)
+        with socket.socket() as s:
+            s.bind(("", 0))
+            addr = f"tcp://{addr}:{s.getsockname()[1]}"
+    addr = comm.bcast(addr, root=0)
+    kw = {}
+    if timeout_s is not None:
+        kw["timeout"] = datetime.timedelta(seconds=timeout_s)
+    dist.init_process_group(backend, init_method=addr, rank=comm.Get_rank(),
+                            world_size=comm.Get_size(), **kw)
+
+
+class Counters:
+    """Named int64 counters in one registered buffer (kind OTHER): step,
+    epoch, data-loader position...  Read and set them as attributes
+    (``counters.step += 1``); they are restored with everything else."""
+
+    def __init__(self, names):
+        import numpy as np
+        object.__setattr__(self, "_names", list(names))
+        object.__setattr__(self, "array", np.zeros(len(names), dtype=np.int64))
+
+    def __getattr__(self, name):
+        try:
+            return int(self.array[self._names.index(name)])
+        except ValueError:
+            raise AttributeError(f"no counter named {name!r}") from None
+
+    def __setattr__(self, name, value):
+        if name not in self._names:
+            raise AttributeError(f"no counter named {name!r} (registered: "
+                                 f"{', '.join(self._names)})")
+        self.array[self._names.index(name)] = value
+
+    def as_dict(self):
+        return {n: int(v) for n, v in zip(self._names, self.array)}
+
+
+class Context:
+    """A trainer's ftrt context (ft_ctx_t).  Methods that are collective say
+    so: every trainer of ``comm`` must call them, in the same order.  After
+    ``finalize()`` the context and its ``comm`` are unusable."""
+
+    def __init__(self, handle, comm):
+        self._h = handle
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self._regs = {}        # name -> (object kept alive, data pointer)
+        self._rng = None       # the RNG buffer and what it holds
+        self._frozen = False
+
+    # ---- registration (local, before the first snapshot or restore) ----
+
+    def register(self, name, obj, kind=KIND_PARAM, global_offset=None,
+                 global_size=None):
+        """ft_register: register a torch tensor or numpy array in place.
+
+        Not collective, but every rank registers the same names in the same
+        order.  The memory must stay where it is until finalize(): a tensor
+        whose storage is replaced later (``p.data = ...``, a
+        ``load_state_dict`` that assigns) is refused at the next snapshot.
+        ``global_offset``/``global_size`` (in elements) say that obj is the
+        slice [offset, offset + numel) of a global 1-D tensor of global_size
+        elements, so that a job with fewer ranks gets it re-sliced.
+        A tensor that is not contiguous, or not in host memory (or CUDA
+        memory), is refused with FT_EINVAL; nothing is registered then.
+        """
+        ptr, nbytes, memory, itemsize = self._describe(name, obj)
+        opts = BufOpts(kind=kind, memory=memory)
+        if global_size is not None:
+            off = global_offset or 0
+            if off < 0 or off + nbytes // max(itemsize, 1) > global_size:
+                raise Error(_FT_ERANGE, f"ft_register({name!r})",
+                            f"slice [{off}, {off} + {nbytes // itemsize}) "
+                            f"is not inside a global tensor of {global_size}")
+            opts.global_offset = off * itemsize
+            opts.global_bytes = global_size * itemsize
+        cname = _short_name(name)
+        st = lib().ft_register(self._h, cname.encode(), ptr, nbytes,
+                               ctypes.byref(opts))
+        if st != 0:
+            raise Error(st, f"ft_register({cname!r})",
+                        self._why_refused(st, cname))
+        self._regs[cname] = (obj, ptr)
+        return cname
+
+    def _describe(self, name, obj):
+        what = f"ft_register({name!r})"
+        if hasattr(obj, "__array_interface__") and not _is_tensor(obj):
+            if not obj.flags["C_CONTIGUOUS"] or not obj.flags["WRITEABLE"]:
+                raise Error(_FT_EINVAL, what, "the numpy array is not C-"
+                            "contiguous and writeable (register a copy made "
+                            "with numpy.ascontiguousarray)")
+            return obj.ctypes.data, obj.nbytes, MEM_HOST, obj.itemsize
+        if not _is_tensor(obj):
+            raise Error(_FT_EINVAL, what, f"a {type(obj).__name__} is neither "
+                        "a torch tensor nor a numpy array")
+        if obj.layout != sys.modules["torch"].strided:
+            raise Error(_FT_EINVAL, what, "a sparse tensor cannot be "
+                        "registered (only dense, strided tensors)")
+        if not obj.is_contiguous():
+            raise Error(_FT_EINVAL, what, f"the tensor (shape {tuple(obj.shape)},"
+                        f" strides {obj.stride()}) is not contiguous: ftrt "
+                        "copies one block of memory per buffer")
+        dev = obj.device.type
+        if dev not in ("cpu", "cuda"):
+            raise Error(_FT_EINVAL, what, f"the tensor is on device '{dev}':"
+                        " ftrt registers host (cpu) or cuda memory only")
+        memory = MEM_CUDA if dev == "cuda" else MEM_HOST
+        return obj.data_ptr(), obj.numel() * obj.element_size(), memory, \
+            obj.element_size()
+
+    def _why_refused(self, st, cname):
+        if st == _FT_ERANGE:
+            return (f"this rank has registered {len(self._regs)} buffers, the "
+                    "most this libftrt accepts per rank: register fewer "
+                    "tensors (for example flatten the model's parameters)")
+        if st == _FT_ESTATE:
+            return "registration is closed once the first snapshot or " \
+                   "restore has run"
+        if st == _FT_EINVAL and cname in self._regs:
+            return "that name is already registered"
+        return ""
+
+    def register_model(self, model, prefix="model", buffers=True):
+        """Register a torch.nn.Module's parameters (and, unless
+        buffers=False, its persistent buffers) in place, kind PARAM."""
+        names = []
+        for n, p in model.named_parameters():
+            names.append(self.register(f"{prefix}.{n}", p, KIND_PARAM))
+        if buffers:
+            for mod_name, mod in model.named_modules():
+                skip = getattr(mod, "_non_persistent_buffers_set", set())
+                for bn, b in mod.named_buffers(recurse=False):
+                    if b is None or bn in skip:
+                        continue
+                    full = f"{mod_name}.{bn}" if mod_name else bn
+                    names.append(self.register(f"{prefix}.{full}", b,
+                                               KIND_PARAM))
+        return names
+
+    def register_optimizer(self, optimizer, prefix="optim", global_offset=None,
+                           global_size=None):
+        """Create an optimizer's state now (it normally appears at its first
+        step) and register it in place, kind OPTIM.
+
+        Adam and AdamW are supported: exp_avg, exp_avg_sq (and
+        max_exp_avg_sq with amsgrad) of every parameter, and the step
+        counters, kept in one flat tensor that each parameter's 'step' is a
+        view of (one registered buffer, not one per parameter).  The first
+        step from this eager state gives the same bits as from a fresh
+        optimizer.  With global_offset/global_size (elements), every state
+        tensor the size of its parameter is registered as that slice of a
+        global tensor (a sharded optimizer: see register()).
+        """
+        import torch
+        if not isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+            raise Error(_FT_EINVAL, "register_optimizer",
+                        f"eager state for {type(optimizer).__name__} is not "
+                        "known (supported: Adam, AdamW); register its state "
+                        "tensors with register() after they exist")
+        d = optimizer.defaults
+        if d.get("capturable") or d.get("fused"):
+            raise Error(_FT_EINVAL, "register_optimizer",
+                        "capturable and fused Adam are not supported")
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        steps = torch.zeros(len(params), dtype=torch.float32)
+        names = []
+        for i, p in enumerate(params):
+            st = optimizer.state[p]
+            if len(st) == 0:
+                st["step"] = steps[i]
+                st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                if _group_of(optimizer, p)["amsgrad"]:
+                    st["max_exp_avg_sq"] = torch.zeros_like(
+                        p, memory_format=torch.preserve_format)
+            else:  # state from a step already taken: keep it, pool the step
+                steps[i] = st["step"]
+                st["step"] = steps[i]
+            for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                if key in st:
+                    g = {} if global_size is None or st[key].numel() != p.numel() \
+                        else {"global_offset": global_offset,
+                              "global_size": global_size}
+                    names.append(self.register(f"{prefix}.{i}.{key}", st[key],
+                                               KIND_OPTIM, **g))
+        names.append(self.register(f"{prefix}.steps", steps, KIND_OPTIM))
+        return names
+
+    def register_rng(self, torch_rng=True, numpy_rng=True, python_rng=True):
+        """Register the global generators' states (kind RNG, one buffer):
+        torch's CPU generator, numpy's legacy global RandomState
+        (numpy.random.seed/rand...; not Generator objects) and Python's
+        ``random``.  snapshot() packs them in just before the copy,
+        restore() puts them back."""
+        import numpy as np
+        parts = []
+        if torch_rng:
+            import torch
+            parts.append(("torch", _TorchRng(torch)))
+        if numpy_rng:
+            parts.append(("numpy", _NumpyRng(np)))
+        if python_rng:
+            parts.append(("python", _PythonRng(np)))
+        total = sum(p.nbytes for _, p in parts)
+        buf = np.zeros(max(total, 1), dtype=np.uint8)
+        self.register("rng", buf, KIND_RNG)
+        self._rng = (buf, parts)
+        self._pack_rng()
+
+    def counters(self, **initial):
+        """Register named int64 counters (kind OTHER) and return them."""
+        c = Counters(initial.keys())
+        for k, v in initial.items():
+            setattr(c, k, v)
+        self.register("counters", c.array, KIND_OTHER)
+        return c
+
+    # ---- the calls of a training loop ----
+
+    def snapshot(self, step):
+        """ft_snapshot: start a snapshot labelled with step.  Collective over
+        comm.  Packs the RNG states first.  Returns True, or False when
+        FT_SNAPSHOT_POLICY=skip skipped it on every rank (FT_EBUSY).  In
+        lazy mode (FT_CAPTURE=lazy) call fence() before changing a PARAM or
+        OPTIM tensor; RNGs and counters may change at once."""
+        self._check_in_place("ft_snapshot")
+        self._pack_rng()
+        st = lib().ft_snapshot(self._h, int(step))
+        if st == _FT_EBUSY:
+            return False
+        check(st, f"ft_snapshot(step {step})")
+        return True
+
+    def fence(self):
+        """ft_fence: return once registered tensors may be changed again;
+        raises why the last lazy copy failed (that version never commits)."""
+        check(lib().ft_fence(self._h), "ft_fence")
+
+    def wait_committed(self):
+        """ft_wait_committed: wait until the latest snapshot is committed on
+        every node; return its version number."""
+        v = ctypes.c_uint64()
+        check(lib().ft_wait_committed(self._h, ctypes.byref(v)),
+              "ft_wait_committed")
+        return v.value
+
+    def restore(self):
+        """ft_restore: fill every registered tensor from the latest committed
+        version and put the RNG states back; return its step.  Collective
+        over comm.  Raises ftrt.NoSnapshot (on every rank) when there is
+        none; tensors and RNGs are untouched on any failure."""
+        self._check_in_place("ft_restore")
+        step = ctypes.c_uint64()
+        check(lib().ft_restore(self._h, ctypes.byref(step)), "ft_restore")
+        self._unpack_rng()
+        return step.value
+
+    def update(self, step, snapshot=True):
+        """A context manager around an optimizer step: fence() on entry (a
+        lazy copy of the previous snapshot has ended), snapshot(step) on a
+        normal exit when ``snapshot`` is true."""
+        return _Update(self, step, snapshot)
+
+    def finalize(self):
+        """ft_finalize: wait for outstanding work, release the node's SMP.
+        The context and comm are unusable afterwards, whatever happens."""
+        if self._h is None:
+            return
+        h, self._h = self._h, None
+        _set_comm_null(self.comm)
+        check(lib().ft_finalize(h), "ft_finalize")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.finalize()
+        return False
+
+    # ---- helpers ----
+
+    def _check_in_place(self, what):
+        for name, (obj, ptr) in self._regs.items():
+            now = obj.data_ptr() if _is_tensor(obj) else obj.ctypes.data
+            if now != ptr:
+                raise Error(_FT_ESTATE, what, f"the tensor registered as "
+                            f"{name!r} no longer uses the memory it was "
+                            "registered with (its storage was replaced); "
+                            "update it in place (copy_, load_state_dict "
+                            "without assign)")
+
+    def _pack_rng(self):
+        if self._rng is None:
+            return
+        buf, parts = self._rng
+        off = 0
+        for _, p in parts:
+            p.pack(buf[off:off + p.nbytes])
+            off += p.nbytes
+
+    def _unpack_rng(self):
+        if self._rng is None:
+            return
+        buf, parts = self._rng
+        off = 0
+        for _, p in parts:
+            p.unpack(buf[off:off + p.nbytes])
+            off += p.nbytes
+
+
+class _Update:
+    def __init__(self, ctx, step, snapshot):
+        self.ctx, self.step, self.take = ctx, step, snapshot
+
+    def __enter__(self):
+        self.ctx.fence()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None and self.take:
+            self.ctx.snapshot(self.step)
+        return False
+
+
+def _is_tensor(obj):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _group_of(optimizer, p):
+    for g in optimizer.param_groups:
+        if any(q is p for q in g["params"]):
+            return g
+    raise KeyError("parameter not in the optimizer")
+
+
+# ---- generator states as fixed-size bytes ----
+
+class _TorchRng:
+    def __init__(self, torch):
+        self.torch = torch
+        self.nbytes = torch.get_rng_state().numel()
+
+    def pack(self, out):
+        out[:] = self.torch.get_rng_state().numpy()
+
+    def unpack(self, src):
+        self.torch.set_rng_state(self.torch.from_numpy(src.copy()))
+
+
+class _NumpyRng:
+    """numpy.random's global MT19937: 624 keys, pos, has_gauss, gauss."""
+    nbytes = 624 * 4 + 8 * 3
+
+    def __init__(self, np):
+        self.np = np
+
+    def pack(self, out):
+        np = self.np
+        kind, keys, pos, has_gauss, gauss = np.random.get_state()
+        if kind != "MT19937":
+            raise Error(_FT_EINVAL, "register_rng", f"numpy state {kind!r}")
+        out[:624 * 4] = np.asarray(keys, dtype=np.uint32).view(np.uint8)
+        tail = np.array([pos, has_gauss, 0], dtype=np.int64)
+        tail.view(np.float64)[2] = gauss
+        out[624 * 4:] = tail.view(np.uint8)
+
+    def unpack(self, src):
+        np = self.np
+        keys = src[:624 * 4].copy().view(np.uint32)
+        pos, has_gauss = src[624 * 4:624 * 4 + 16].copy().view(np.int64)
+        gauss = src[624 * 4 + 16:].copy().view(np.float64)[0]
+        np.random.set_state(("MT19937", keys, int(pos), int(has_gauss),
+                             float(gauss)))
+
+
+class _PythonRng:
+    """random's Mersenne Twister: version 3, 625 words, gauss_next."""
+    nbytes = 625 * 4 + 8 * 2
+
+    def __init__(self, np):
+        self.np = np
+
+    def pack(self, out):
+        np = self.np
+        version, words, gauss = _pyrandom.getstate()
+        out[:625 * 4] = np.asarray(words, dtype=np.uint32).view(np.uint8)
+        tail = np.array([0.0 if gauss is None else gauss], dtype=np.float64)
+        out[625 * 4:625 * 4 + 8] = np.array([gauss is not None],
+                                            dtype=np.int64).view(np.uint8)
+        out[625 * 4 + 8:] = tail.view(np.uint8)
+
+    def unpack(self, src):
+        np = self.np
+        words = tuple(int(w) for w in src[:625 * 4].copy().view(np.uint32))
+        has = int(src[625 * 4:625 * 4 + 8].copy().view(np.int64)[0])
+        gauss = float(src[625 * 4 + 8:].copy().view(np.float64)[0])
+        _pyrandom.setstate((3, words, gauss if has else None))

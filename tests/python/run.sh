@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The Python package's tests (pytest): tests/python/test_units.py without
+# MPI, then tests/python/test_mpi.py under mpirun -np 2 (an SMP and a
+# trainer on a private store) in sync and in lazy capture.  Skips (77)
+# when the interpreter ftrt was configured with (ft-python) lacks torch,
+# mpi4py, numpy or pytest.
+set -uo pipefail
+SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BLD=${FTRT_TOP_BUILDDIR:-$SRC}
+PY=$BLD/ft-python
+[ -x "$PY" ] || { echo "FAIL: $PY is not built"; exit 1; }
+"$PY" -c 'import torch, mpi4py, numpy, pytest' 2>/dev/null ||
+  { echo "SKIP: $PY cannot import torch, mpi4py, numpy and pytest (scripts/install-deps)"; exit 77; }
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
+export FTRT_LIBRARY=$BLD/.libs/libftrt.so.0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for v in $(compgen -e | grep '^FT_'); do unset "$v"; done
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-py.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+export FT_STORE_ROOT=$WORK/store FT_TIMEOUT=60
+mkdir -m 700 "$FT_STORE_ROOT"
+PYTEST=(-m pytest -q -p no:cacheprovider)
+rc=0
+timeout 300 "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_units.py" || rc=1
+for mode in sync lazy; do
+  echo "# test_mpi.py, FT_CAPTURE=$mode"
+  # Rank 0 becomes the SMP inside the fixture: its pytest output is not the
+  # report, rank 1's is.
+  FT_CAPTURE=$mode FT_JOB=py-$mode timeout 300 mpirun --oversubscribe --bind-to none -np 2 \
+    -x PYTHONPATH -x FTRT_LIBRARY -x FT_STORE_ROOT -x FT_TIMEOUT -x FT_CAPTURE -x FT_JOB \
+    sh -c 'exec "$0" "$@" >"'"$WORK"'/out.$OMPI_COMM_WORLD_RANK" 2>&1' \
+    "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_mpi.py"
+  r=$?
+  cat "$WORK/out.1"
+  [ $r -eq 0 ] || { echo "FAIL: test_mpi.py with FT_CAPTURE=$mode: mpirun exit $r"; cat "$WORK/out.0"; rc=1; }
+done
+exit $rc

@@ -1,0 +1,135 @@
+"""The ftrt package against a real libftrt job: 2 ranks under mpirun (one
+node: its SMP and one trainer), a private store.  tests/python/run.sh runs
+it in sync and lazy capture.  The tests run in file order and share one
+context: every registration comes before the first snapshot, as the C API
+asks.  On rank 0 the fixture's ftrt.init() becomes the SMP and never
+returns."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import ftrt
+
+S = {}
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    c = ftrt.init()
+    yield c
+    c.finalize()
+
+
+def test_init_returns_the_trainers_comm(ctx):
+    from mpi4py import MPI
+    assert isinstance(ctx.comm, MPI.Intracomm)
+    assert (ctx.rank, ctx.size) == (0, 1)  # the other rank is the SMP
+    assert ctx.comm.allreduce(1) == 1
+
+
+def test_register_what_a_loop_holds(ctx):
+    torch.manual_seed(0)
+    S["model"] = m = torch.nn.Sequential(torch.nn.Linear(6, 8),
+                                         torch.nn.BatchNorm1d(8),
+                                         torch.nn.Linear(8, 3))
+    S["opt"] = opt = torch.optim.Adam(m.parameters(), lr=0.05)
+    names = ctx.register_model(m)
+    # parameters, then the BatchNorm's buffers (running stats, batch count)
+    assert names[:2] == ["model.0.weight", "model.0.bias"]
+    assert "model.1.running_mean" in names and "model.1.num_batches_tracked" in names
+    S["onames"] = ctx.register_optimizer(opt)
+    ctx.register_rng()
+    S["c"] = ctx.counters(step=0, batch=0)
+    S["shard"] = torch.arange(10, dtype=torch.float32)
+    ctx.register("shard", S["shard"], ftrt.KIND_OTHER, global_offset=0,
+                 global_size=10)
+
+
+def test_duplicate_name_is_refused_by_libftrt(ctx):
+    with pytest.raises(ftrt.Error) as e:
+        ctx.register("model.0.weight", torch.zeros(3))
+    assert e.value.name == "FT_EINVAL" and e.value.status == -1
+    assert "already registered" in str(e.value)
+
+
+def test_slice_outside_its_global_tensor_is_refused(ctx):
+    with pytest.raises(ftrt.Error) as e:
+        ctx.register("bad-slice", torch.zeros(4), global_offset=8, global_size=10)
+    assert e.value.name == "FT_ERANGE"
+
+
+def test_too_many_buffers_is_a_clear_error(ctx):
+    keep = []
+    for i in range(5000):
+        a = np.zeros(1, np.int64)
+        keep.append(a)
+        try:
+            ctx.register(f"small{i}", a, ftrt.KIND_OTHER)
+        except ftrt.Error as e:
+            assert e.name == "FT_ERANGE"
+            assert "buffers, the most this libftrt accepts per rank" in str(e)
+            S["limit"] = len(ctx._regs)
+            break
+    else:
+        pytest.skip("no limit on registered buffers below 5000")
+    S["small"] = keep
+
+
+def test_restore_with_nothing_committed_is_nosnapshot(ctx):
+    with pytest.raises(ftrt.NoSnapshot) as e:
+        ctx.restore()
+    assert e.value.name == "FT_ENOSNAPSHOT"
+
+
+def _step(m, opt):
+    x = torch.randn(4, 6)
+    opt.zero_grad()
+    m(x).pow(2).sum().backward()
+    opt.step()
+
+
+def test_snapshot_then_restore_gives_back_every_byte(ctx):
+    m, opt, c = S["model"], S["opt"], S["c"]
+    _step(m, opt)
+    with ctx.update(5):   # fence, then snapshot(5) on exit
+        _step(m, opt)
+        c.step, c.batch = 5, 42
+    assert ctx.wait_committed() >= 1
+    want = {k: v.clone() for k, v in m.state_dict().items()}
+    want_opt = [t.clone() for p in m.parameters() for t in opt.state[p].values()]
+    draws = (torch.rand(3), np.random.rand(3), random.random())
+    for _ in range(2):
+        _step(m, opt)     # moves params, moments, BatchNorm stats, RNGs
+    c.step, c.batch = 9, 0
+    S["shard"].fill_(-1)
+    assert ctx.restore() == 5
+    for k, v in m.state_dict().items():
+        assert torch.equal(v, want[k]), k
+    got_opt = [t for p in m.parameters() for t in opt.state[p].values()]
+    assert all(torch.equal(a, b) for a, b in zip(want_opt, got_opt))
+    assert (c.step, c.batch) == (5, 42)
+    assert torch.equal(S["shard"], torch.arange(10, dtype=torch.float32))
+    again = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(draws[0], again[0]) and np.array_equal(draws[1], again[1])
+    assert draws[2] == again[2]
+
+
+def test_register_after_the_first_snapshot_is_refused(ctx):
+    with pytest.raises(ftrt.Error) as e:
+        ctx.register("late", torch.zeros(2))
+    assert e.value.name == "FT_ESTATE" and "registration is closed" in str(e.value)
+
+
+def test_a_tensor_whose_storage_was_replaced_is_refused(ctx):
+    p = S["model"][0].weight
+    old = p.data
+    p.data = old.clone()
+    with pytest.raises(ftrt.Error) as e:
+        ctx.snapshot(6)
+    assert e.value.name == "FT_ESTATE" and "'model.0.weight'" in str(e.value)
+    p.data = old
+    assert ctx.snapshot(6) is True
+    ctx.fence()
+    assert ctx.wait_committed() >= 2
