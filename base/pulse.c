@@ -64,6 +64,7 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
     p->sreq[i] = MPI_REQUEST_NULL;
   }
   p->sent = t0 - p->period_s; /* the first poll sends */
+  p->polled = t0;
   int rc = listen(p);
   if (rc)
     ft__pulse_free(p);
@@ -116,6 +117,14 @@ int ft__pulse_poll(ft__pulse_t *p) {
   if (!p->heard)
     return FT_OK;
   double t = now();
+  /* Silence counts only while we listen: after a pause of ours (held at a
+   * hold point, long local work) every peer gets one period to be heard
+   * again, instead of being failed for our own deafness. */
+  if (t - p->polled > p->period_s)
+    for (int i = 0; i < p->size; i++)
+      if (p->heard[i] < t - p->period_s)
+        p->heard[i] = t - p->period_s;
+  p->polled = t;
   for (;;) {
     int got = 0;
     MPI_Status st;
@@ -175,11 +184,12 @@ int ft__pulse_wait(ft__pulse_t *p, int n, MPI_Request *req, const int *peer,
       if (r >= 0 && r < p->size && p->heard)
         p->heard[r] = t;
     }
+    if (out > 0) /* test again at once: done when nothing is left */
+      continue;
     if (ft__pulse_poll(p))
       return FT_EMPI;
     if (ft__pulse_silent(p) >= 0)
       return FT_ETIMEDOUT;
-    if (out == 0)
-      nap(&s, nap_max);
+    nap(&s, nap_max);
   }
 }

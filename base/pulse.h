@@ -23,6 +23,7 @@ typedef struct ft__pulse {
   double period_s;  /* heartbeats this often */
   double *heard;    /* [size] when each peer was last heard from */
   double sent;      /* when ours last went out */
+  double polled;    /* when this process last listened */
   MPI_Request rreq;  /* the heartbeat receive, from any peer */
   MPI_Request *sreq; /* [size] the heartbeat in flight to each peer */
   unsigned long beats; /* heartbeats sent */
@@ -53,8 +54,9 @@ int ft__pulse_silent(ft__pulse_t *p);
 
 /* Complete n requests, polling between tests with naps that grow to
  * nap_max seconds.  A request that completes is a sign of life of its peer
- * (peer[i]: the rank in comm that request i sends to or receives from; -1,
- * or peer NULL: none): a peer whose heartbeats queue behind its data on a
+ * (peer[i]: the rank in comm that request i receives from; -1, or peer
+ * NULL: none.  Not sends: a small one completes whether or not the peer
+ * lives): a peer whose heartbeats queue behind its data on a
  * slow link is alive as long as its data moves.  FT_OK; FT_ETIMEDOUT when a
  * peer has been silent for the timeout (silent, silent_s say which; the
  * requests left are still pending); FT_ENOMEM, FT_EMPI. */

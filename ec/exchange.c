@@ -83,10 +83,13 @@ static int post(run_t *r, window_t *w, size_t q) {
       x->data_crc[d] = ft__crc64(x->data_crc[d], src, w->len);
       x->t_crc += now() - t;
     }
-    for (int j = 0; j < m; j++, nr++)
-      if (MPI_Isend(src, (int)w->len, MPI_BYTE, w->peer[nr] = peer_rank(x, s + j),
+    for (int j = 0; j < m; j++, nr++) {
+      /* A send's completion is no sign of the peer's life (pulse.h). */
+      w->peer[nr] = -1;
+      if (MPI_Isend(src, (int)w->len, MPI_BYTE, peer_rank(x, s + j),
                     tag_of(r, q, j, d), x->comm, &w->req[nr]) != MPI_SUCCESS)
         return FT_EMPI;
+    }
   }
   x->bytes_sent += (uint64_t)w->len * (uint64_t)(k * m);
   x->bytes_recv += (uint64_t)w->len * (uint64_t)(k * m);

@@ -61,6 +61,9 @@ typedef struct ft__smp {
   int lock_fd; /* flock on the store: this launch's, until the process ends */
   int damaged; /* a slot that is not blank failed validation (store.h) */
   ft__pulse_t pulse; /* heartbeats with the other SMPs (base/pulse.h) */
+  double stopped_since[FT_MAX_LOCAL]; /* when a trainer was first seen
+                                       * stopped by a signal, 0: running */
+  double trainers_checked;
   char msg[512];
 } smp_t;
 
@@ -74,14 +77,20 @@ static void name_rank(const smp_t *s, int rank, char *out, size_t len) {
       snprintf(out, len, "node %d (%.*s)", i, FT_NAME_MAX, s->hosts[i]);
 }
 
-/* FT_ETIMEDOUT for a wait on what, naming the peer that fell silent. */
+static void stop(smp_t *s, int rc);
+
+/* A wait on what found a peer silent: say which, then exit at once.  No
+ * further MPI call: the abandoned collective still owns its buffers, and
+ * the silent peer would never join another one; mpirun ends the job. */
 static int silent_peer(smp_t *s, const char *what) {
   char who[FT_NAME_MAX + 32];
   name_rank(s, s->pulse.silent, who, sizeof(who));
-  return ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
-                  "%s: no sign of life from %s for %.0f s (FT_TIMEOUT %.0f s); "
-                  "it may be dead, stopped or partitioned",
-                  what, who, s->pulse.silent_s, s->c->cfg.timeout_s);
+  ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
+           "%s: no sign of life from %s for %.0f s (FT_TIMEOUT %.0f s); "
+           "it may be dead, stopped or partitioned",
+           what, who, s->pulse.silent_s, s->c->cfg.timeout_s);
+  stop(s, FT_ETIMEDOUT);
+  _exit(1);
 }
 
 /* Complete a request while exchanging heartbeats; FT_ETIMEDOUT when a peer
@@ -1153,9 +1162,51 @@ static void stop(smp_t *s, int rc) {
   if (!s->msg[0])
     ft__msgf(rc, s->msg, sizeof(s->msg), "%s", ft_strerror(rc));
   FT_LOGE(&s->c->log, "SMP stopping: %s", s->msg);
+  if (!s->ctl) /* at start-up, before the control segment */
+    return;
   snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
   __atomic_store_n(&s->ctl->smp_status, rc, __ATOMIC_RELEASE);
   ft__ctl_notify(s->ctl);
+}
+
+/* Is process pid stopped by a signal (state T; not t, a debugger's stop)? */
+static int is_stopped(uint32_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *end = strrchr(buf, ')'); /* the name may hold spaces */
+  return end && end[1] == ' ' && end[2] == 'T';
+}
+
+/* A trainer stopped (SIGSTOP) leaves this SMP alive and beating while its
+ * peers wait for this node's data: fail once one has been stopped for
+ * FT_TIMEOUT, as a silent peer would be.  Checked once a heartbeat period. */
+static int check_trainers(smp_t *s) {
+  double t = ft__now();
+  if (t - s->trainers_checked < s->pulse.period_s)
+    return FT_OK;
+  s->trainers_checked = t;
+  for (int i = 0; i < s->c->nlocal; i++) {
+    uint32_t pid = ft__load32(&s->ctl->rank[i].pid);
+    if (!pid || !is_stopped(pid)) {
+      s->stopped_since[i] = 0;
+      continue;
+    }
+    if (!s->stopped_since[i])
+      s->stopped_since[i] = t;
+    if (t - s->stopped_since[i] > s->c->cfg.timeout_s)
+      return ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
+                      "trainer rank %u (pid %u) on %s has been stopped for "
+                      "%.0f s (FT_TIMEOUT)",
+                      s->ctl->rank[i].app_rank, pid, s->c->host,
+                      t - s->stopped_since[i]);
+  }
+  return FT_OK;
 }
 
 static int finished(smp_t *s) {
@@ -1173,7 +1224,8 @@ void ft__smp_run(ft_ctx_t *c) {
       break;
     if (rc == 0 && finished(s))
       break;
-    if (rc == 0 && (rc = ft__pulse_poll(&s->pulse)) < 0)
+    if (rc == 0 && ((rc = ft__pulse_poll(&s->pulse)) < 0 ||
+                    (rc = check_trainers(s)) < 0))
       break;
     if (rc == 0)
       ft__ctl_wait(s->ctl, seq,
@@ -1187,6 +1239,7 @@ void ft__smp_run(ft_ctx_t *c) {
    * job instead of leaving peers waiting in a collective. */
   if (rc < 0)
     _exit(1);
+  ft__pulse_free(&s->pulse);
   MPI_Finalize();
   exit(0);
 }
