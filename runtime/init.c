@@ -88,6 +88,7 @@ static void destroy(ft_ctx_t *c) {
   free_comms(c);
   ft__ctl_detach(c->ctl);
   int owned = c->mpi_owned;
+  ft__free(c->regs);
   ft__free(c);
   if (owned)
     MPI_Finalize();
