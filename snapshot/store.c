@@ -524,7 +524,8 @@ static size_t meta_size(const ft__meta_t *m) {
 }
 
 static void put(uint8_t **p, const void *src, size_t n) {
-  memcpy(*p, src, n);
+  if (n) /* an empty table may be NULL */
+    memcpy(*p, src, n);
   *p += n;
 }
 
@@ -712,7 +713,8 @@ static int decode_rank(const uint8_t **p, const uint8_t *end, ft__meta_t *m,
                     "%s: out of memory for the %u buffers of rank %u", path,
                     rf.nbufs, rf.rank);
   r->rank = rf.rank, r->region_bytes = rf.region_bytes;
-  memcpy(r->bufs, *p, rf.nbufs * sizeof(ft__buf_rec_t));
+  if (rf.nbufs)
+    memcpy(r->bufs, *p, rf.nbufs * sizeof(ft__buf_rec_t));
   *p += rf.nbufs * sizeof(ft__buf_rec_t);
   for (uint32_t b = 0; b < rf.nbufs; b++) {
     const ft__buf_rec_t *br = &r->bufs[b];
