@@ -43,12 +43,12 @@ static int read_members(ft__restore_t *r, ft__rnode_t *me) {
   int rc = tmp ? pick_table(r, tmp) : FT_ENOMEM;
   for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
     me->members[p] = -1;
-  me->members[me->pos] = (int16_t)me->node;
+  me->members[me->pos] = (int32_t)me->node;
   for (int p = 0; !rc && r->gname && p < me->gsize && p < FT_RESTORE_MAX_GROUP;
        p++) {
     int grc = ft__group_meta_read(r->dir, r->gname, p, tmp, msg, sizeof(msg));
     if (grc == FT_OK && tmp->layout == r->meta->layout)
-      me->members[p] = (int16_t)tmp->node;
+      me->members[p] = (int32_t)tmp->node;
     else if (grc == FT_ENOMEM)
       rc = grc;
   }

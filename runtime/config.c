@@ -33,6 +33,7 @@ void ft__config_defaults(ft__config_t *cfg) {
              (unsigned)geteuid());
   cfg->ec_k = 0;
   cfg->ec_m = -1;
+  cfg->failure_domains = "";
   cfg->capture = FT_CAPTURE_SYNC;
   cfg->policy = FT_POLICY_BLOCK;
   cfg->log_level = FT_LOG_WARN;
@@ -184,13 +185,12 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     snprintf(cfg->failure_domain, sizeof(cfg->failure_domain), "%s", v);
   }
   if ((v = get("FT_FAILURE_DOMAINS", arg))) {
-    if (strlen(v) >= sizeof(cfg->failure_domains) || !valid_domain_map(v))
-      return ft__msgf(
-          FT_ECONFIG, msg, msglen,
-          "FT_FAILURE_DOMAINS=%s: expected host=domain[,host=domain...]"
-          ", at most %zu characters",
-          v, sizeof(cfg->failure_domains) - 1);
-    snprintf(cfg->failure_domains, sizeof(cfg->failure_domains), "%s", v);
+    if (!valid_domain_map(v))
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_FAILURE_DOMAINS=%.200s%s: expected "
+                      "host=domain[,host=domain...]",
+                      v, strlen(v) > 200 ? "..." : "");
+    cfg->failure_domains = v; /* one entry per host: no fixed size */
   }
   if ((v = get("FT_SMP_CPUSET", arg))) {
     if (strlen(v) >= sizeof(cfg->smp_cpuset) ||
