@@ -137,7 +137,8 @@ FT_EXTERN int ft_init(int *argc, char ***argv, ft_ctx_t **ctx,
  * Register a buffer of this rank's state under a unique name.  The memory
  * stays owned by the caller and must stay valid until ft_finalize.  Every
  * registration must happen before the first ft_snapshot or ft_restore.
- * opts may be NULL (host, PARAM, private).
+ * opts may be NULL (host, PARAM, private).  There is no fixed limit on how
+ * many buffers a rank registers: FT_ENOMEM when the table cannot grow.
  */
 FT_EXTERN int ft_register(ft_ctx_t *ctx, const char *name, void *ptr,
                           size_t bytes, const ft_buf_opts_t *opts);

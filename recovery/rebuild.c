@@ -166,7 +166,7 @@ static int read_table(ft__restore_t *r, uint8_t **buf, size_t *len) {
                     "%s: no group table in %s describes its layout: the "
                     "lost members of its group cannot be described",
                     r->host, r->dir.path);
-  int rc = ft__store_read_file(&r->dir, r->gname, 1u << 30, buf, len, msg,
+  int rc = ft__store_read_file(&r->dir, r->gname, FT_MAX_CHUNKS * FT_META_FILE_MAX, buf, len, msg,
                                sizeof(msg));
   return rc ? ft__rsay(r, rc, "%s", msg) : FT_OK;
 }
@@ -625,7 +625,9 @@ static int seal(ft__restore_t *r, int spare) {
  * host list); an adopted node keeps the host it was lost with. */
 static void place_hosts(ft__restore_t *r, ft__meta_t *m, const int *helper_of) {
   m->epoch = r->next_epoch;
-  for (int node = 0; node < r->nnodes; node++) {
+  /* m's host table has m->nnodes entries: the survey agreed that every
+   * node's metadata has r->nnodes */
+  for (int node = 0; node < r->nnodes && node < (int)m->nnodes; node++) {
     int rank = helper_of[node] >= 0 && !r->adopt[node] ? helper_of[node]
                                                        : r->rank_of_node[node];
     snprintf(m->hosts[node], FT_NAME_MAX, "%s",
@@ -900,6 +902,6 @@ int ft__rebuild(ft__restore_t *r) {
   r->seconds = MPI_Wtime() - t0;
 out:
   ft__free(helper_of);
-  ft__free(spare_meta);
+  ft__meta_free(spare_meta);
   return rc;
 }

@@ -44,7 +44,9 @@ typedef struct ft__rnode {
   uint32_t state[FT_NSLOTS];
   int32_t slot_ok[FT_NSLOTS];
   int32_t err; /* a store that exists but cannot be read */
-  int16_t members[FT_RESTORE_MAX_GROUP]; /* node of each group position */
+  int32_t members[FT_RESTORE_MAX_GROUP]; /* node of each group position
+                                         * (32 bits: a job may have more
+                                         * than 32,767 nodes) */
   char host[FT_NAME_MAX];
   char err_msg[256];
   /* Damaged copies (survey.c read_slots): why a slot was not read (0: it

@@ -38,21 +38,21 @@ static int pick_table(ft__restore_t *r, ft__meta_t *tmp) {
 /* The nodes of this node's group, from its group table (a position without
  * an entry stays -1: the table may be missing).  FT_ENOMEM only. */
 static int read_members(ft__restore_t *r, ft__rnode_t *me) {
-  ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
+  ft__meta_t *tmp = ft__calloc(1, sizeof(*tmp));
   char msg[256];
   int rc = tmp ? pick_table(r, tmp) : FT_ENOMEM;
   for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
     me->members[p] = -1;
-  me->members[me->pos] = (int16_t)me->node;
+  me->members[me->pos] = (int32_t)me->node;
   for (int p = 0; !rc && r->gname && p < me->gsize && p < FT_RESTORE_MAX_GROUP;
        p++) {
     int grc = ft__group_meta_read(&r->dir, r->gname, p, tmp, msg, sizeof(msg));
     if (grc == FT_OK && tmp->layout == r->meta->layout)
-      me->members[p] = (int16_t)tmp->node;
+      me->members[p] = (int32_t)tmp->node;
     else if (grc == FT_ENOMEM)
       rc = grc;
   }
-  ft__free(tmp);
+  ft__meta_free(tmp);
   return rc;
 }
 
@@ -143,9 +143,9 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
   }
   read_slots(r, me);
   if (rc == FT_OK && me->has_meta) {
-    ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
+    ft__meta_t *tmp = ft__calloc(1, sizeof(*tmp));
     rc = tmp ? read_pending(r, me, tmp) : FT_ENOMEM;
-    ft__free(tmp);
+    ft__meta_free(tmp);
   }
   me->seen = max64(me->seen, max64(me->epoch, me->pend_epoch));
   if (rc == FT_ENOMEM)
@@ -551,19 +551,19 @@ static int epoch_of(const ft__dir_t *dir, const char *name, uint64_t *e) {
   size_t len;
   char msg[256], path[sizeof(dir->path) + 16];
   *e = 0;
-  ft__meta_t *m = ft__malloc(sizeof(*m));
+  ft__meta_t *m = ft__calloc(1, sizeof(*m));
   if (!m)
     return FT_ENOMEM;
   snprintf(path, sizeof(path), "%s/%s", dir->path, name);
   int rc =
-      ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg, sizeof(msg));
+      ft__store_read_file(dir, name, FT_META_FILE_MAX, &buf, &len, msg, sizeof(msg));
   if (rc == FT_OK) {
     rc = ft__meta_decode(buf, len, m, path, msg, sizeof(msg));
     if (rc == FT_OK)
       *e = m->epoch;
     ft__free(buf);
   }
-  ft__free(m);
+  ft__meta_free(m);
   return rc == FT_ENOMEM ? rc : FT_OK;
 }
 

@@ -33,6 +33,7 @@ void ft__config_defaults(ft__config_t *cfg) {
              (unsigned)geteuid());
   cfg->ec_k = 0;
   cfg->ec_m = -1;
+  cfg->failure_domains = "";
   cfg->capture = FT_CAPTURE_SYNC;
   cfg->policy = FT_POLICY_BLOCK;
   cfg->log_level = FT_LOG_WARN;
@@ -184,13 +185,12 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     snprintf(cfg->failure_domain, sizeof(cfg->failure_domain), "%s", v);
   }
   if ((v = get("FT_FAILURE_DOMAINS", arg))) {
-    if (strlen(v) >= sizeof(cfg->failure_domains) || !valid_domain_map(v))
-      return ft__msgf(
-          FT_ECONFIG, msg, msglen,
-          "FT_FAILURE_DOMAINS=%s: expected host=domain[,host=domain...]"
-          ", at most %zu characters",
-          v, sizeof(cfg->failure_domains) - 1);
-    snprintf(cfg->failure_domains, sizeof(cfg->failure_domains), "%s", v);
+    if (!valid_domain_map(v))
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_FAILURE_DOMAINS=%.200s%s: expected "
+                      "host=domain[,host=domain...]",
+                      v, strlen(v) > 200 ? "..." : "");
+    cfg->failure_domains = v; /* one entry per host: no fixed size */
   }
   if ((v = get("FT_SMP_CPUSET", arg))) {
     if (strlen(v) >= sizeof(cfg->smp_cpuset) ||
@@ -233,7 +233,8 @@ static int load_ec(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
     return rc;
   if (vk && vm && cfg->ec_k + cfg->ec_m > FT_EC_MAX_N)
     return ft__msgf(FT_ECONFIG, msg, msglen,
-                    "FT_EC_K=%d FT_EC_M=%d: k+m=%d, must be at most %d",
+                    "FT_EC_K=%d FT_EC_M=%d: k+m=%d, must be at most %d "
+                    "(a group's chunks are coded in GF(2^8))",
                     cfg->ec_k, cfg->ec_m, cfg->ec_k + cfg->ec_m, FT_EC_MAX_N);
   return FT_OK;
 }
@@ -354,6 +355,16 @@ int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
   int mm = cfg->ec_m >= 0 ? cfg->ec_m : am;
   if (cfg->ec_k > 0 && cfg->ec_m < 0 && kk + mm > nnodes)
     mm = nnodes - kk > 0 ? nnodes - kk : 0;
+  /* One of FT_EC_K, FT_EC_M set alone: the other one chosen may take the
+   * code past what GF(2^8) allows (load_ec checked the pair when both are
+   * set). */
+  if (kk + mm > FT_EC_MAX_N)
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "FT_EC_K=%d FT_EC_M=%d%s: k+m=%d, must be at most %d (a "
+                    "group's chunks are coded in GF(2^8)): set both",
+                    kk, mm, cfg->ec_k > 0 ? " (FT_EC_M chosen)"
+                                          : " (FT_EC_K chosen)",
+                    kk + mm, FT_EC_MAX_N);
   if (kk + mm > nnodes) {
     return ft__msgf(FT_ECONFIG, msg, msglen,
                     "k=%d m=%d needs at least %d nodes but the job has %d: use "

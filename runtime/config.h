@@ -34,7 +34,10 @@ typedef struct ft__config {
   double timeout_s;                   /* FT_TIMEOUT */
   char smp_cpuset[256];               /* FT_SMP_CPUSET, "" = choose */
   char failure_domain[FT_JOB_MAX];    /* FT_FAILURE_DOMAIN, "" = none */
-  char failure_domains[1024];         /* FT_FAILURE_DOMAINS: host=domain,... */
+  /* FT_FAILURE_DOMAINS: host=domain,... for every host of the job, so as
+   * long as the job is large: the string get() returned (not copied into a
+   * fixed array), "" when unset. */
+  const char *failure_domains;
   size_t piece_bytes;                 /* FT_PIECE_SIZE */
   int default_memory;                 /* FT_MEMORY: ft_mem_kind_t */
   char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
@@ -45,7 +48,8 @@ typedef struct ft__config {
                        * than a committed one no node set holds whole */
 } ft__config_t;
 
-/* Returns the value of a variable or NULL when unset. */
+/* Returns the value of a variable or NULL when unset; the string stays
+ * valid while the config is used (the environment's does). */
 typedef const char *(*ft__getenv_fn)(const char *name, void *arg);
 
 /* Fill cfg with the defaults. */

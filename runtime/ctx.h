@@ -42,8 +42,9 @@ struct ft_ctx {
   struct ft__smp *smp; /* SMP only */
 
   /* trainer */
-  int nregs;
-  ft__reg_t regs[FT_MAX_BUFS];
+  int nregs, cap_regs; /* regs[nregs], room for cap_regs: grows by
+                        * doubling, freed with the context */
+  ft__reg_t *regs;
   uint64_t region_bytes;
   int published;    /* registration table handed to the SMP */
   int layout_status; /* what the layout answered, kept for later calls */

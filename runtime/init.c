@@ -68,10 +68,13 @@ static int split_roles(ft_ctx_t *c) {
 static int check_node_shape(ft_ctx_t *c, char *msg, size_t msglen) {
   if (c->nlocal >= 1 && c->nlocal <= FT_MAX_LOCAL)
     return FT_OK;
+  /* FT_MAX_LOCAL is the slot format's: the slot header page records
+   * every local trainer's region (snapshot/store.h). */
   return ft__msgf(FT_ECONFIG, msg, msglen,
                   "node %s has %d rank(s): ftrt needs 1 SMP + 1..%d trainers "
-                  "per node (start the job with ft-launch --ppn P)",
-                  c->host, c->node_size, FT_MAX_LOCAL);
+                  "per node (start the job with ft-launch --ppn P; a "
+                  "snapshot slot records at most %d trainers of a node)",
+                  c->host, c->node_size, FT_MAX_LOCAL, FT_MAX_LOCAL);
 }
 
 static void free_comms(ft_ctx_t *c) {
@@ -89,6 +92,7 @@ static void destroy(ft_ctx_t *c) {
   ft__ctl_detach(c->ctl);
   ft__dir_close(&c->dir);
   int owned = c->mpi_owned;
+  ft__free(c->regs);
   ft__free(c);
   if (owned)
     MPI_Finalize();

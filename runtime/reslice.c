@@ -29,22 +29,42 @@
 #include "base/alloc.h"
 #include "base/error.h"
 
+static int too_big(ft_ctx_t *c, uint64_t bytes, const char *what);
+
 /* One old rank held by the calling server. */
 typedef struct held {
-  ft__rank_rec_t rec;
+  ft__rank_rec_t rec; /* its tables belong to the server's metadata */
   ft__slot_t *slot;
   int idx; /* local index inside slot */
 } held_t;
 
+/* An adopt<N>/ store: a lost node's metadata and its slot of the version. */
+typedef struct adoptee {
+  ft__meta_t meta;
+  ft__slot_t slot;
+} adoptee_t;
+
+/* What this node serves: its own ranks and every adopted node's, however
+ * many nodes a shrink gave it. */
 typedef struct server {
   ft__meta_t *meta;
-  ft__slot_t adopted[FT_MAX_LOCAL];
+  adoptee_t **adopted; /* [nadopted], each allocated on its own: held
+                        * entries point into them */
   int nadopted;
-  held_t held[4 * FT_MAX_LOCAL];
+  held_t *held; /* [nheld] */
   int nheld;
 } server_t;
 
-/* What travels in the table allgather: an old rank and who serves it. */
+/* What travels in the table allgather, per old rank: this, then the
+ * rank's nbufs buffer records. */
+typedef struct wire_entry {
+  uint32_t rank, nbufs;
+  uint64_t region_bytes;
+  int32_t server;
+  uint32_t pad;
+} wire_entry_t;
+
+/* An old rank and who serves it; rec.bufs points into the gathered bytes. */
 typedef struct entry {
   ft__rank_rec_t rec;
   int server;
@@ -64,7 +84,7 @@ typedef struct want {
 } want_t;
 
 static void hold(server_t *sv, const ft__meta_t *m, ft__slot_t *slot) {
-  for (uint32_t i = 0; i < m->nlocal && sv->nheld < 4 * FT_MAX_LOCAL; i++) {
+  for (uint32_t i = 0; i < m->nlocal; i++) {
     held_t *h = &sv->held[sv->nheld++];
     h->rec = m->ranks[i];
     h->slot = slot;
@@ -72,8 +92,44 @@ static void hold(server_t *sv, const ft__meta_t *m, ft__slot_t *slot) {
   }
 }
 
+/* One more adopted store, read from the store's subdirectory name (opened
+ * and checked through the store's descriptor: store.h). */
+static int adopt_one(ft_ctx_t *c, server_t *sv, const char *name) {
+  char msg[512];
+  adoptee_t **grown =
+      ft__realloc(sv->adopted, (size_t)(sv->nadopted + 1) * sizeof(*grown));
+  if (!grown)
+    return FT_ENOMEM;
+  sv->adopted = grown;
+  adoptee_t *a = ft__calloc(1, sizeof(*a));
+  if (!a)
+    return FT_ENOMEM;
+  a->slot.fd = -1;
+  sv->adopted[sv->nadopted++] = a; /* closed by close_server either way */
+  int idx = (int)(c->ctl->restore_version % FT_NSLOTS);
+  ft__dir_t sub;
+  int rc = ft__dir_sub(&c->dir, name, 0, &sub, msg, sizeof(msg));
+  if (rc == FT_OK)
+    rc = ft__meta_read(&sub, &a->meta, msg, sizeof(msg));
+  if (rc == FT_OK)
+    rc = ft__slot_open(&a->slot, &sub, idx, c->cfg.job, msg, sizeof(msg));
+  ft__dir_close(&sub);
+  if (rc) {
+    FT_LOGE(&c->log, "ft_restore: %s", msg);
+    return rc;
+  }
+  if (a->slot.hdr->version != c->ctl->restore_version ||
+      ft__slot_state(&a->slot) != FT_SLOT_COMMITTED) {
+    FT_LOGE(&c->log, "ft_restore: %s holds version %llu, not %llu committed",
+            a->slot.path, (unsigned long long)a->slot.hdr->version,
+            (unsigned long long)c->ctl->restore_version);
+    return FT_ECORRUPT;
+  }
+  return FT_OK;
+}
+
 /* adopt<N>/ directories: a lost node's meta and its slot of the version. */
-static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
+static int open_adopted(ft_ctx_t *c, server_t *sv) {
   /* A descriptor of its own for the listing (closedir closes it). */
   int fd = ft__store_openat(&c->dir, ".", O_RDONLY | O_DIRECTORY, 0);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -85,79 +141,128 @@ static int open_adopted(ft_ctx_t *c, server_t *sv, ft__meta_t *tmp) {
   }
   struct dirent *e;
   int rc = FT_OK;
-  char msg[512];
-  while (rc == FT_OK && (e = readdir(d)) && sv->nadopted < FT_MAX_LOCAL) {
-    if (strncmp(e->d_name, "adopt", 5) != 0)
-      continue;
-    ft__dir_t sub;
-    ft__slot_t *s = &sv->adopted[sv->nadopted];
-    int idx = (int)(c->ctl->restore_version % FT_NSLOTS);
-    rc = ft__dir_sub(&c->dir, e->d_name, 0, &sub, msg, sizeof(msg));
-    if (rc == FT_OK)
-      rc = ft__meta_read(&sub, tmp, msg, sizeof(msg));
-    if (rc == FT_OK)
-      rc = ft__slot_open(s, &sub, idx, c->cfg.job, msg, sizeof(msg));
-    ft__dir_close(&sub);
-    if (rc) {
-      FT_LOGE(&c->log, "ft_restore: %s", msg);
-      break;
-    }
-    if (s->hdr->version != c->ctl->restore_version ||
-        ft__slot_state(s) != FT_SLOT_COMMITTED) {
-      FT_LOGE(&c->log, "ft_restore: %s holds version %llu, not %llu committed",
-              s->path, (unsigned long long)s->hdr->version,
-              (unsigned long long)c->ctl->restore_version);
-      ft__slot_close(s);
-      rc = FT_ECORRUPT;
-      break;
-    }
-    hold(sv, tmp, s);
-    sv->nadopted++;
+  while (rc == FT_OK && (e = readdir(d))) {
+    if (strncmp(e->d_name, "adopt", 5) == 0)
+      rc = adopt_one(c, sv, e->d_name);
   }
   closedir(d);
   return rc;
 }
 
+/* The held table: this node's ranks, then every adopted node's. */
+static int hold_all(server_t *sv, ft__slot_t *own) {
+  size_t n = sv->meta->nlocal;
+  for (int i = 0; i < sv->nadopted; i++)
+    n += sv->adopted[i]->meta.nlocal;
+  if (n > INT_MAX || !(sv->held = ft__calloc(n + 1, sizeof(*sv->held))))
+    return FT_ENOMEM;
+  hold(sv, sv->meta, own);
+  for (int i = 0; i < sv->nadopted; i++)
+    hold(sv, &sv->adopted[i]->meta, &sv->adopted[i]->slot);
+  return FT_OK;
+}
+
 static int open_server(ft_ctx_t *c, server_t *sv, ft__slot_t *own) {
   char msg[512];
-  sv->meta = ft__malloc(sizeof(*sv->meta));
-  ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
-  int rc = sv->meta && tmp ? FT_OK : FT_ENOMEM;
+  sv->meta = ft__calloc(1, sizeof(*sv->meta));
+  int rc = sv->meta ? FT_OK : FT_ENOMEM;
   if (rc == FT_OK && (rc = ft__meta_read(&c->dir, sv->meta, msg, sizeof(msg))))
     FT_LOGE(&c->log, "ft_restore: %s", msg);
-  if (rc == FT_OK) {
-    hold(sv, sv->meta, own);
-    rc = open_adopted(c, sv, tmp);
-  }
-  ft__free(tmp);
+  if (rc == FT_OK)
+    rc = open_adopted(c, sv);
+  if (rc == FT_OK)
+    rc = hold_all(sv, own);
   return rc;
 }
 
 static void close_server(server_t *sv) {
-  for (int i = 0; i < sv->nadopted; i++)
-    ft__slot_close(&sv->adopted[i]);
-  ft__free(sv->meta);
+  for (int i = 0; i < sv->nadopted; i++) {
+    ft__slot_close(&sv->adopted[i]->slot);
+    ft__meta_clear(&sv->adopted[i]->meta);
+    ft__free(sv->adopted[i]);
+  }
+  ft__free(sv->adopted);
+  ft__free(sv->held);
+  ft__meta_free(sv->meta);
+}
+
+/* This rank's held tables in their wire form (*cnt bytes, < 2 GiB). */
+static int pack_tables(const server_t *sv, int me, uint8_t **out, int *cnt) {
+  size_t total = 0;
+  for (int i = 0; i < sv->nheld; i++)
+    total += sizeof(wire_entry_t) +
+             (size_t)sv->held[i].rec.nbufs * sizeof(ft__buf_rec_t);
+  *cnt = 0;
+  if (total > INT_MAX)
+    return FT_ERANGE;
+  uint8_t *p = *out = ft__malloc(total + 1);
+  if (!p)
+    return FT_ENOMEM;
+  for (int i = 0; i < sv->nheld; i++) {
+    const ft__rank_rec_t *r = &sv->held[i].rec;
+    wire_entry_t w = {r->rank, r->nbufs, r->region_bytes, me, 0};
+    memcpy(p, &w, sizeof(w));
+    p += sizeof(w);
+    if (r->nbufs)
+      memcpy(p, r->bufs, (size_t)r->nbufs * sizeof(ft__buf_rec_t));
+    p += (size_t)r->nbufs * sizeof(ft__buf_rec_t);
+  }
+  *cnt = (int)total;
+  return FT_OK;
+}
+
+/* The entries of total gathered bytes (each rank packed its own), with
+ * their buffer tables left in place. */
+static int unpack_tables(const uint8_t *buf, size_t total, entry_t **all,
+                         int *nall) {
+  size_t n = 0;
+  for (size_t off = 0; off < total; n++) {
+    wire_entry_t w;
+    if (total - off < sizeof(w))
+      return FT_ECORRUPT;
+    memcpy(&w, buf + off, sizeof(w));
+    off += sizeof(w);
+    if ((total - off) / sizeof(ft__buf_rec_t) < w.nbufs)
+      return FT_ECORRUPT;
+    off += (size_t)w.nbufs * sizeof(ft__buf_rec_t);
+  }
+  entry_t *e = *all = ft__calloc(n + 1, sizeof(*e));
+  if (!e)
+    return FT_ENOMEM;
+  for (size_t off = 0, i = 0; i < n; i++) {
+    wire_entry_t w;
+    memcpy(&w, buf + off, sizeof(w));
+    off += sizeof(w);
+    /* records of every rank start 8-byte aligned: the wire entry and a
+     * record are multiples of 8 bytes */
+    e[i].rec = (ft__rank_rec_t){w.rank, w.nbufs, w.region_bytes,
+                                (ft__buf_rec_t *)(uintptr_t)(buf + off)};
+    e[i].server = w.server;
+    off += (size_t)w.nbufs * sizeof(ft__buf_rec_t);
+  }
+  *nall = (int)n;
+  return FT_OK;
 }
 
 /* Every old rank's table, with the app rank that serves it.  Collective;
  * each allocation is agreed on before the collective that needs it, so a
- * rank out of memory leaves nobody waiting. */
+ * rank out of memory leaves nobody waiting.  *blob holds the tables *all
+ * points into: free both. */
 static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
-                        int *nall) {
-  int me, n;
+                        int *nall, uint8_t **blob) {
+  int me, n, cnt = 0;
   MPI_Comm_rank(c->app_comm, &me);
   MPI_Comm_size(c->app_comm, &n);
   *all = NULL;
   *nall = 0;
-  entry_t *mine = ft__calloc((size_t)sv->nheld, sizeof(entry_t));
-  int cnt = sv->nheld * (int)sizeof(entry_t);
-  for (int i = 0; mine && i < sv->nheld; i++) {
-    mine[i].rec = sv->held[i].rec;
-    mine[i].server = me;
-  }
+  *blob = NULL;
+  uint8_t *mine = NULL;
+  int rc = pack_tables(sv, me, &mine, &cnt);
   int *counts = ft__calloc((size_t)n, sizeof(int));
   int *displs = ft__calloc((size_t)n, sizeof(int));
-  int rc = ft__agree(c->app_comm, mine && counts && displs ? FT_OK : FT_ENOMEM);
+  if (rc == FT_OK && !(counts && displs))
+    rc = FT_ENOMEM;
+  rc = ft__agree(c->app_comm, rc);
   if (rc == FT_OK)
     MPI_Allgather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, c->app_comm);
   size_t total = 0;
@@ -166,11 +271,13 @@ static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
     total += (size_t)counts[i];
   }
   if (rc == FT_OK)
-    rc = ft__agree(c->app_comm, (*all = ft__malloc(total)) ? FT_OK : FT_ENOMEM);
+    rc = ft__agree(c->app_comm,
+                   total > INT_MAX ? too_big(c, total, "gather tables of")
+                   : (*blob = ft__malloc(total + 8)) ? FT_OK : FT_ENOMEM);
   if (rc == FT_OK) {
-    MPI_Allgatherv(mine, cnt, MPI_BYTE, *all, counts, displs, MPI_BYTE,
+    MPI_Allgatherv(mine, cnt, MPI_BYTE, *blob, counts, displs, MPI_BYTE,
                    c->app_comm);
-    *nall = (int)(total / sizeof(entry_t));
+    rc = unpack_tables(*blob, total, all, nall);
   }
   ft__free(mine);
   ft__free(counts);
@@ -450,17 +557,19 @@ static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
 
 static int plan_all(ft_ctx_t *c, const server_t *sv, want_t **w, int *nw) {
   entry_t *all = NULL;
+  uint8_t *blob = NULL;
   int nall = 0, cap = 0, me;
   MPI_Comm_rank(c->app_comm, &me);
-  int rc = share_tables(c, sv, &all, &nall);
+  int rc = share_tables(c, sv, &all, &nall, &blob);
   for (int reg = 0; rc == FT_OK && reg < c->nregs; reg++)
     rc = plan_buffer(c, reg, all, nall, me, w, nw, &cap);
   ft__free(all);
+  ft__free(blob);
   return rc;
 }
 
 int ft__reslice_restore(ft_ctx_t *c, ft__slot_t *own) {
-  server_t *sv = ft__calloc(1, sizeof(*sv)); /* large: keep it off the stack */
+  server_t *sv = ft__calloc(1, sizeof(*sv));
   int rc = !sv ? FT_ENOMEM : c->local_idx == 0 ? open_server(c, sv, own)
                                                 : FT_OK;
   want_t *w = NULL;

@@ -64,6 +64,8 @@ typedef struct ft__smp {
   double stopped_since[FT_MAX_LOCAL]; /* when a trainer was first seen
                                        * stopped by a signal, 0: running */
   double trainers_checked;
+  ft__buf_rec_t *tabs[FT_MAX_LOCAL]; /* each local trainer's buffer table
+                                      * (ctl.h), read at the layout */
   char msg[512];
 } smp_t;
 
@@ -340,13 +342,6 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
 
 static int form_groups(smp_t *s) {
   MPI_Comm_size(s->c->smp_comm, &s->nnodes);
-  /* The one fixed limit of the layout: the host table of the metadata.
-   * Every SMP sees the same count: all refuse, before any collective. */
-  if (s->nnodes > FT_MAX_NODES)
-    return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
-                    "the job has %d nodes; ftrt supports at most %d "
-                    "(FT_MAX_NODES, snapshot/store.h)",
-                    s->nnodes, FT_MAX_NODES);
   node_id_t *all = NULL;
   const char **domains = NULL;
   int k = 1, m = 0, any = 0;
@@ -407,7 +402,7 @@ static int read_pending(smp_t *s) {
   int rc = ft__meta_read_as(&s->c->dir, FT_META_PENDING, s->pend, msg,
                             sizeof(msg));
   if (rc != FT_OK) {
-    ft__free(s->pend);
+    ft__meta_free(s->pend);
     s->pend = NULL;
   }
   if (rc == FT_OK || rc == FT_ENOENT)
@@ -491,7 +486,7 @@ static int open_store(smp_t *s) {
   rc = ft__meta_read(&c->dir, s->meta, s->msg, sizeof(s->msg));
   if (rc != FT_OK) { /* none, or unreadable: nothing of it is offered to
                       * the other SMPs (ft-restore rebuilds this node) */
-    ft__free(s->meta);
+    ft__meta_free(s->meta);
     s->meta = NULL;
   }
   if (rc == FT_ENOENT) {
@@ -785,8 +780,10 @@ void ft__smp_free(ft_ctx_t *c) {
   if (s->gcomm != MPI_COMM_NULL)
     MPI_Comm_free(&s->gcomm);
   ft__groups_free(&s->groups);
-  ft__free(s->meta);
-  ft__free(s->pend);
+  ft__meta_free(s->meta);
+  ft__meta_free(s->pend);
+  for (int i = 0; i < FT_MAX_LOCAL; i++)
+    ft__free(s->tabs[i]);
   ft__free(s->order);
   ft__free(s->hosts);
   ft__free(s->scratch);
@@ -836,18 +833,19 @@ static int check_tables(smp_t *s) {
                       "nodes in the stored order (node %d of the layout is "
                       "here)",
                       s->c->dir.path, i, o->rank, r->app_rank, s->node);
+    const ft__buf_rec_t *t = s->tabs[i];
     for (uint32_t b = 0; b < r->nbufs || b < o->nbufs; b++) {
       if (b < r->nbufs && b < o->nbufs &&
-          strcmp(r->bufs[b].name, o->bufs[b].name) == 0 &&
-          r->bufs[b].bytes == o->bufs[b].bytes)
+          strcmp(t[b].name, o->bufs[b].name) == 0 &&
+          t[b].bytes == o->bufs[b].bytes)
         continue;
       return ft__msgf(
           FT_EMISMATCH, s->msg, sizeof(s->msg),
           "%s/meta: trainer %d registered buffer %u as '%s' (%llu bytes) but "
           "the snapshot holds '%s' (%llu bytes): relaunch with the same model "
           "and flags",
-          s->c->dir.path, i, b, b < r->nbufs ? r->bufs[b].name : "(none)",
-          b < r->nbufs ? (unsigned long long)r->bufs[b].bytes : 0ull,
+          s->c->dir.path, i, b, b < r->nbufs ? t[b].name : "(none)",
+          b < r->nbufs ? (unsigned long long)t[b].bytes : 0ull,
           b < o->nbufs ? o->bufs[b].name : "(none)",
           b < o->nbufs ? (unsigned long long)o->bufs[b].bytes : 0ull);
     }
@@ -876,15 +874,16 @@ static int size_slots(smp_t *s) {
   return ft__slot_geom_code(&s->geom, (uint32_t)s->k, (uint32_t)s->m, chunk);
 }
 
-static void fill_meta(smp_t *s, ft__meta_t *m) {
-  memset(m, 0, sizeof(*m));
+/* m: zeroed.  FT_ENOMEM for its tables. */
+static int fill_meta(smp_t *s, ft__meta_t *m) {
+  if (ft__meta_alloc_hosts(m, (uint32_t)s->nnodes))
+    return FT_ENOMEM;
   snprintf(m->job, sizeof(m->job), "%s", s->c->cfg.job);
   snprintf(m->host, sizeof(m->host), "%s", s->c->host);
   m->epoch = s->epoch;
   m->layout = s->layout;
   m->run = s->run;
   m->node = (uint32_t)s->node;
-  m->nnodes = (uint32_t)s->nnodes;
   MPI_Comm_size(MPI_COMM_WORLD, (int *)&m->ntrainers);
   m->ntrainers -= (uint32_t)s->nnodes;
   m->k = (uint32_t)s->k, m->m = (uint32_t)s->m;
@@ -894,11 +893,14 @@ static void fill_meta(smp_t *s, ft__meta_t *m) {
   memcpy(m->hosts, s->hosts, (size_t)s->nnodes * FT_NAME_MAX);
   for (int i = 0; i < s->c->nlocal; i++) {
     const ft__ctl_rank_t *r = &s->ctl->rank[i];
+    if (ft__meta_alloc_bufs(m, (uint32_t)i, r->nbufs))
+      return FT_ENOMEM;
     m->ranks[i].rank = r->app_rank;
-    m->ranks[i].nbufs = r->nbufs;
     m->ranks[i].region_bytes = r->region_bytes;
-    memcpy(m->ranks[i].bufs, r->bufs, r->nbufs * sizeof(ft__buf_rec_t));
+    if (r->nbufs)
+      memcpy(m->ranks[i].bufs, s->tabs[i], r->nbufs * sizeof(ft__buf_rec_t));
   }
+  return FT_OK;
 }
 
 /* Every member of the group keeps every member's metadata (collective over
@@ -916,15 +918,16 @@ static int write_meta(smp_t *s, int rc) {
   if (rc == FT_OK && !m)
     rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
                   "%s/%s: out of memory to write it", s->c->dir.path, name);
-  if (rc == FT_OK) {
-    fill_meta(s, m);
+  if (rc == FT_OK && fill_meta(s, m))
+    rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
+                  "%s/%s: out of memory to write it", s->c->dir.path, name);
+  if (rc == FT_OK)
     rc = ft__meta_write_as(&s->c->dir, name, m, s->msg, sizeof(s->msg));
-  }
   int grc = ft__group_meta_share(
       s->gcomm, rc == FT_OK ? m : NULL, &s->c->dir,
       s->pending ? FT_GROUP_META_PENDING : FT_GROUP_META, wait_group, s,
       s->msg, sizeof(s->msg));
-  ft__free(m);
+  ft__meta_free(m);
   return rc ? rc : grc;
 }
 
@@ -960,12 +963,33 @@ static int choose_epoch(smp_t *s) {
   return FT_OK;
 }
 
+/* Every local trainer's buffer table (ctl.h), or the first failure. */
+static int load_tables(smp_t *s) {
+  char msg[512];
+  for (int i = 0; i < s->c->nlocal; i++) {
+    const ft__ctl_rank_t *r = &s->ctl->rank[i];
+    int rc = r->reg_status;
+    if (rc)
+      return ft__msgf(rc, s->msg, sizeof(s->msg),
+                      "trainer %d of %s could not hand over its buffer table "
+                      "(its log says why)",
+                      i, s->c->host);
+    ft__free(s->tabs[i]);
+    rc = ft__ctl_get_bufs(s->ctl, &s->c->dir, (uint32_t)i, &s->tabs[i], msg,
+                          sizeof(msg));
+    if (rc)
+      return ft__msgf(rc, s->msg, sizeof(s->msg), "%s", msg);
+  }
+  return FT_OK;
+}
+
 static int do_layout(smp_t *s) {
   ft__store32(&s->ctl->phase, FT_PHASE_LAYOUT);
+  int trc = load_tables(s);
   int rc = size_slots(s); /* collective: runs whatever the local checks say */
   int erc = choose_epoch(s);
   if (rc == FT_OK)
-    rc = erc ? erc : check_tables(s);
+    rc = trc ? trc : erc ? erc : check_tables(s);
   rc = write_meta(s, rc);
   ft__topo_bind_smp(s->c, s->ctl->binding, sizeof(s->ctl->binding),
                     s->ctl->smp_cpus, sizeof(s->ctl->smp_cpus));

@@ -12,6 +12,7 @@
  * that ft_fence joins.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "runtime/trainer.h"
 
 #include "base/agree.h"
+#include "base/alloc.h"
 #include "base/error.h"
 #include "runtime/reslice.h"
 #include "runtime/topo.h"
@@ -85,14 +87,28 @@ static int check_memory(ft_ctx_t *c, const ft_buf_opts_t *o) {
   return rc;
 }
 
+/* Room for one more registration: the table has no fixed size (a model
+ * registers a buffer per tensor and its optimiser's state). */
+static int grow_regs(ft_ctx_t *c) {
+  if (c->nregs < c->cap_regs)
+    return FT_OK;
+  if (c->cap_regs > INT_MAX / 2)
+    return FT_ERANGE;
+  int cap = c->cap_regs ? 2 * c->cap_regs : 64;
+  ft__reg_t *p = ft__realloc(c->regs, (size_t)cap * sizeof(*p));
+  if (!p)
+    return FT_ENOMEM;
+  c->regs = p;
+  c->cap_regs = cap;
+  return FT_OK;
+}
+
 int ft_register(ft_ctx_t *c, const char *name, void *ptr, size_t bytes,
                 const ft_buf_opts_t *opts) {
   if (!c || !name || (!ptr && bytes) || strlen(name) >= FT_NAME_MAX || !*name)
     return FT_EINVAL;
   if (c->frozen)
     return FT_ESTATE;
-  if (c->nregs == FT_MAX_BUFS)
-    return FT_ERANGE;
   for (int i = 0; i < c->nregs; i++)
     if (strcmp(c->regs[i].name, name) == 0)
       return FT_EINVAL;
@@ -104,6 +120,8 @@ int ft_register(ft_ctx_t *c, const char *name, void *ptr, size_t bytes,
                          bytes > o.global_bytes - o.global_offset))
     return FT_ERANGE;
   int rc = check_memory(c, &o);
+  if (rc == FT_OK)
+    rc = grow_regs(c);
   if (rc)
     return rc;
   ft__reg_t *r = &c->regs[c->nregs++];
@@ -118,11 +136,17 @@ int ft_register(ft_ctx_t *c, const char *name, void *ptr, size_t bytes,
 
 /* ---- layout: hand the table to the SMP, wait for the slots ---- */
 
+/* The buffer table goes to its file (ctl.h), then registered tells the
+ * SMP it is there -- or, where it could not be written, why not. */
 static void publish(ft_ctx_t *c) {
   ft__ctl_rank_t *r = me(c);
-  for (int i = 0; i < c->nregs; i++) {
-    ft__buf_rec_t *b = &r->bufs[i];
-    memset(b, 0, sizeof(*b));
+  ft__buf_rec_t *bufs = ft__calloc((size_t)c->nregs + 1, sizeof(*bufs));
+  char msg[512] = "";
+  int rc = bufs ? FT_OK
+                : ft__msgf(FT_ENOMEM, msg, sizeof(msg),
+                           "out of memory for a table of %d buffers", c->nregs);
+  for (int i = 0; bufs && i < c->nregs; i++) {
+    ft__buf_rec_t *b = &bufs[i];
     snprintf(b->name, sizeof(b->name), "%s", c->regs[i].name);
     b->bytes = c->regs[i].bytes;
     b->offset = c->regs[i].offset;
@@ -133,6 +157,13 @@ static void publish(ft_ctx_t *c) {
   }
   r->nbufs = (uint32_t)c->nregs;
   r->region_bytes = c->region_bytes;
+  if (rc == FT_OK)
+    rc = ft__ctl_put_bufs(c->ctl, &c->dir, (uint32_t)c->local_idx, bufs,
+                          r->nbufs, msg, sizeof(msg));
+  ft__free(bufs);
+  if (rc)
+    FT_LOGE(&c->log, "cannot hand the buffer table to the SMP: %s", msg);
+  r->reg_status = rc;
   ft__store32(&r->registered, 1);
   ft__ctl_notify(c->ctl);
 }

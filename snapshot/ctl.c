@@ -17,9 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
+#include "ec/crc.h"
 
 #define CTL_MAGIC "FTRTCTL1"
+#define BUFS_MAGIC "FTRTBUFS"
 
 const char *ft__phase_name(uint32_t phase) {
   static const char *const names[] = {"idle",   "layout", "snapshot",
@@ -154,4 +157,98 @@ void ft__ctl_wait(ft__ctl_t *ctl, uint32_t seen, double timeout_s) {
   ts.tv_sec = (time_t)timeout_s;
   ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
   syscall(SYS_futex, &ctl->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+/* ---- buffer tables ---- */
+
+/* dir/ctl.bufs<idx>: this header, nbufs records, a CRC64 of all before. */
+typedef struct bufs_hdr {
+  char magic[8];
+  uint32_t idx, nbufs;
+  uint32_t smp_pid; /* the launch (its control segment is made by it) */
+  uint32_t pad;
+} bufs_hdr_t;
+
+static void bufs_name(char *out, size_t len, uint32_t idx) {
+  snprintf(out, len, "ctl.bufs%u", idx);
+}
+
+int ft__ctl_put_bufs(const ft__ctl_t *ctl, const ft__dir_t *dir, uint32_t idx,
+                     const ft__buf_rec_t *bufs, uint32_t nbufs, char *msg,
+                     size_t msglen) {
+  char name[32];
+  bufs_name(name, sizeof(name), idx);
+  size_t recs = (size_t)nbufs * sizeof(*bufs);
+  size_t len = sizeof(bufs_hdr_t) + recs + sizeof(uint64_t);
+  uint8_t *buf = ft__malloc(len);
+  if (!buf)
+    return ft__msgf(FT_ENOMEM, msg, msglen,
+                    "%s/%s: out of memory for %u buffer records", dir->path, name,
+                    nbufs);
+  bufs_hdr_t h = {.idx = idx, .nbufs = nbufs, .smp_pid = ctl->smp_pid};
+  memcpy(h.magic, BUFS_MAGIC, 8);
+  memcpy(buf, &h, sizeof(h));
+  if (recs)
+    memcpy(buf + sizeof(h), bufs, recs);
+  uint64_t crc = ft__crc64(0, buf, len - sizeof(crc));
+  memcpy(buf + len - sizeof(crc), &crc, sizeof(crc));
+  int rc = ft__store_write_file(dir, name, buf, len, msg, msglen);
+  ft__free(buf);
+  return rc;
+}
+
+static int check_bufs(const ft__ctl_t *ctl, uint32_t idx, const uint8_t *buf,
+                      size_t len, const char *path, char *msg,
+                      size_t msglen) {
+  const ft__ctl_rank_t *r = &ctl->rank[idx];
+  bufs_hdr_t h;
+  uint64_t crc;
+  size_t recs = (size_t)r->nbufs * sizeof(ft__buf_rec_t);
+  if (len != sizeof(h) + recs + sizeof(crc))
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: %zu bytes, not the %u records trainer %u published",
+                    path, len, r->nbufs, idx);
+  memcpy(&h, buf, sizeof(h));
+  memcpy(&crc, buf + len - sizeof(crc), sizeof(crc));
+  if (memcmp(h.magic, BUFS_MAGIC, 8) != 0 || h.idx != idx ||
+      h.nbufs != r->nbufs || ft__crc64(0, buf, len - sizeof(crc)) != crc ||
+      h.smp_pid != ctl->smp_pid)
+    return ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: not the buffer table trainer %u published for this "
+                    "launch (bad magic, stamp or CRC)",
+                    path, idx);
+  for (uint32_t b = 0; b < r->nbufs; b++) {
+    ft__buf_rec_t br;
+    memcpy(&br, buf + sizeof(h) + (size_t)b * sizeof(br), sizeof(br));
+    if (!memchr(br.name, '\0', sizeof(br.name)) ||
+        br.bytes > r->region_bytes || br.offset > r->region_bytes - br.bytes)
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: buffer %u has no terminated name or lies outside "
+                      "the %llu-byte region",
+                      path, b, (unsigned long long)r->region_bytes);
+  }
+  return FT_OK;
+}
+
+int ft__ctl_get_bufs(const ft__ctl_t *ctl, const ft__dir_t *dir, uint32_t idx,
+                     ft__buf_rec_t **bufs, char *msg, size_t msglen) {
+  char name[32], path[sizeof(dir->path) + 48];
+  bufs_name(name, sizeof(name), idx);
+  snprintf(path, sizeof(path), "%s/%s", dir->path, name);
+  *bufs = NULL;
+  uint8_t *buf = NULL;
+  size_t len = 0, recs = (size_t)ctl->rank[idx].nbufs * sizeof(ft__buf_rec_t);
+  int rc = ft__store_read_file(dir, name, sizeof(bufs_hdr_t) + recs + 8, &buf,
+                               &len, msg, msglen);
+  if (rc == FT_OK)
+    rc = check_bufs(ctl, idx, buf, len, path, msg, msglen);
+  if (rc == FT_OK && recs && !(*bufs = ft__malloc(recs)))
+    rc = ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory for %u records",
+                  path, ctl->rank[idx].nbufs);
+  if (rc == FT_OK && recs)
+    memcpy(*bufs, buf + sizeof(bufs_hdr_t), recs);
+  ft__free(buf);
+  if (rc == FT_OK) /* read: nothing else needs it */
+    ft__store_unlink(dir, name, NULL, 0);
+  return rc;
 }

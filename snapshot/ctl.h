@@ -27,20 +27,25 @@ typedef enum {
 
 const char *ft__phase_name(uint32_t phase);
 
-/* What one local trainer publishes. */
+/* What one local trainer publishes.  Its buffer table is as long as the
+ * trainer made it (a model registers a buffer per tensor), so it is not
+ * here but in a file of its own, dir/ctl.bufs<local index>
+ * (ft__ctl_put_bufs), written before `registered` is set. */
 typedef struct ft__ctl_rank {
   uint32_t pid;
   uint32_t app_rank;
-  uint32_t registered; /* table below is complete */
+  uint32_t registered; /* the buffer table is written (or reg_status says
+                        * why not) */
   uint32_t finalized;
   uint64_t step;            /* training step of the snapshot being written */
   uint64_t written_version; /* last version whose copy ended */
   uint64_t gate_step;       /* step of the last hold gate passed (hold.h) */
   int32_t written_status;   /* FT_OK or why the copy failed */
-  uint32_t nbufs;
+  uint32_t nbufs;           /* records in the buffer table */
   uint64_t region_bytes;
+  int32_t reg_status;       /* FT_OK, or why the table could not be written */
+  uint32_t pad;
   char cpuset[64];
-  ft__buf_rec_t bufs[FT_MAX_BUFS];
 } ft__ctl_rank_t;
 
 /* Per-phase counters of the SMP (seconds and bytes). */
@@ -107,6 +112,21 @@ int ft__ctl_create(const ft__dir_t *dir, uint32_t nlocal, ft__ctl_t **out,
 int ft__ctl_attach(const ft__dir_t *dir, ft__ctl_t **out, char *msg,
                    size_t msglen);
 void ft__ctl_detach(ft__ctl_t *ctl);
+
+/* The buffer table of local trainer idx, for the SMP of the launch whose
+ * control segment is ctl: written atomically to dir/ctl.bufs<idx> (records
+ * with the launch's stamp and a CRC) by the trainer before it sets
+ * registered.  msg may be NULL. */
+int ft__ctl_put_bufs(const ft__ctl_t *ctl, const ft__dir_t *dir, uint32_t idx,
+                     const ft__buf_rec_t *bufs, uint32_t nbufs, char *msg,
+                     size_t msglen);
+/* Read it back (the SMP): exactly nbufs records (what the trainer
+ * published in ctl), stamped by this launch, names terminated, each inside
+ * region_bytes; *bufs (ft__free; NULL when nbufs is 0) on success, NULL
+ * and FT_ECORRUPT/FT_ENOMEM/an errno status with msg on failure.  The
+ * file is removed once read.  msg may be NULL. */
+int ft__ctl_get_bufs(const ft__ctl_t *ctl, const ft__dir_t *dir, uint32_t idx,
+                     ft__buf_rec_t **bufs, char *msg, size_t msglen);
 
 /* Publish a change: bump seq and wake every waiter. */
 void ft__ctl_notify(ft__ctl_t *ctl);

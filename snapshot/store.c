@@ -557,13 +557,89 @@ static size_t meta_size(const ft__meta_t *m) {
 }
 
 static void put(uint8_t **p, const void *src, size_t n) {
-  memcpy(*p, src, n);
+  if (n) /* an empty table may be NULL */
+    memcpy(*p, src, n);
   *p += n;
 }
 
+void ft__meta_clear(ft__meta_t *m) {
+  if (!m)
+    return;
+  for (uint32_t r = 0; r < FT_MAX_LOCAL; r++)
+    ft__free(m->ranks[r].bufs);
+  ft__free(m->hosts);
+  memset(m, 0, sizeof(*m));
+}
+
+void ft__meta_free(ft__meta_t *m) {
+  ft__meta_clear(m);
+  ft__free(m);
+}
+
+int ft__meta_alloc_hosts(ft__meta_t *m, uint32_t nnodes) {
+  ft__free(m->hosts);
+  m->nnodes = 0;
+  m->hosts = nnodes ? ft__calloc(nnodes, sizeof(*m->hosts)) : NULL;
+  if (nnodes && !m->hosts)
+    return FT_ENOMEM;
+  m->nnodes = nnodes;
+  return FT_OK;
+}
+
+int ft__meta_alloc_bufs(ft__meta_t *m, uint32_t r, uint32_t nbufs) {
+  ft__rank_rec_t *rec = &m->ranks[r];
+  ft__free(rec->bufs);
+  rec->nbufs = 0;
+  rec->bufs = nbufs ? ft__calloc(nbufs, sizeof(*rec->bufs)) : NULL;
+  if (nbufs && !rec->bufs)
+    return FT_ENOMEM;
+  rec->nbufs = nbufs;
+  return FT_OK;
+}
+
+/* Are the tables that m's counts promise there? */
+static int tables_ok(const ft__meta_t *m) {
+  if (m->nnodes && !m->hosts)
+    return 0;
+  for (uint32_t r = 0; r < m->nlocal; r++)
+    if (m->ranks[r].nbufs && !m->ranks[r].bufs)
+      return 0;
+  return 1;
+}
+
+/* The fixed fields of a and b and of their first nlocal ranks, less the
+ * table pointers. */
+static int fixed_equal(const ft__meta_t *a, const ft__meta_t *b) {
+  ft__meta_t x = *a, y = *b; /* shallow: only compared, never released */
+  x.hosts = y.hosts = NULL;
+  for (uint32_t r = 0; r < FT_MAX_LOCAL; r++) {
+    if (r >= a->nlocal)
+      memset(&x.ranks[r], 0, sizeof(x.ranks[r]));
+    if (r >= b->nlocal)
+      memset(&y.ranks[r], 0, sizeof(y.ranks[r]));
+    x.ranks[r].bufs = y.ranks[r].bufs = NULL;
+  }
+  return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+int ft__meta_equal(const ft__meta_t *a, const ft__meta_t *b) {
+  if (!fixed_equal(a, b) || a->nlocal > FT_MAX_LOCAL ||
+      (a->nnodes &&
+       memcmp(a->hosts, b->hosts, (size_t)a->nnodes * FT_NAME_MAX) != 0))
+    return 0;
+  for (uint32_t r = 0; r < a->nlocal; r++)
+    if (a->ranks[r].nbufs &&
+        memcmp(a->ranks[r].bufs, b->ranks[r].bufs,
+               (size_t)a->ranks[r].nbufs * sizeof(ft__buf_rec_t)) != 0)
+      return 0;
+  return 1;
+}
+
 int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
-  if (m->nlocal > FT_MAX_LOCAL || m->nnodes > FT_MAX_NODES)
+  if (m->nlocal > FT_MAX_LOCAL)
     return FT_ERANGE;
+  if (!tables_ok(m))
+    return FT_EINVAL;
   size_t n = meta_size(m);
   uint8_t *buf = ft__calloc(1, n), *p = buf;
   if (!buf)
@@ -626,7 +702,7 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
   if (!str_ok(f.job, sizeof(f.job)) || !str_ok(f.host, sizeof(f.host)) ||
       f.nlocal > FT_MAX_LOCAL || f.k < 1 ||
       (uint64_t)f.k + f.m >= FT_MAX_CHUNKS || f.nnodes < 1 ||
-      f.nnodes > FT_MAX_NODES || f.node >= f.nnodes || f.group >= f.nnodes ||
+      f.node >= f.nnodes || f.group >= f.nnodes ||
       f.group_size < 1 || f.group_size >= FT_MAX_CHUNKS ||
       f.pos >= f.group_size || f.layout < 1 || f.layout > f.epoch ||
       f.layout > UINT32_MAX ||
@@ -635,6 +711,11 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
         f.next_node >= f.next_nnodes)) ||
       (len - sizeof(f) - 8) / FT_NAME_MAX < f.nnodes)
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: fields out of range", path);
+  /* The host table is allocated only now that len is known to hold it. */
+  if (ft__meta_alloc_hosts(m, f.nnodes))
+    return ft__msgf(FT_ENOMEM, msg, msglen,
+                    "%s: out of memory for the hosts of %u nodes", path,
+                    f.nnodes);
   memcpy(m->job, f.job, sizeof(m->job));
   memcpy(m->host, f.host, sizeof(m->host));
   m->epoch = f.epoch;
@@ -648,20 +729,25 @@ static int decode_fixed(const uint8_t *buf, size_t len, ft__meta_t *m,
   return FT_OK;
 }
 
-static int decode_rank(const uint8_t **p, const uint8_t *end,
-                       ft__rank_rec_t *r, const char *path, char *msg,
+static int decode_rank(const uint8_t **p, const uint8_t *end, ft__meta_t *m,
+                       uint32_t idx, const char *path, char *msg,
                        size_t msglen) {
+  ft__rank_rec_t *r = &m->ranks[idx];
   rank_fixed_t rf;
   if ((size_t)(end - *p) < sizeof(rf))
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: rank table truncated", path);
   memcpy(&rf, *p, sizeof(rf));
   *p += sizeof(rf);
-  if (rf.nbufs > FT_MAX_BUFS ||
-      (size_t)(end - *p) / sizeof(ft__buf_rec_t) < rf.nbufs)
+  if ((size_t)(end - *p) / sizeof(ft__buf_rec_t) < rf.nbufs)
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: buffer table of rank %u bad",
                     path, rf.rank);
-  r->rank = rf.rank, r->nbufs = rf.nbufs, r->region_bytes = rf.region_bytes;
-  memcpy(r->bufs, *p, rf.nbufs * sizeof(ft__buf_rec_t));
+  if (ft__meta_alloc_bufs(m, idx, rf.nbufs))
+    return ft__msgf(FT_ENOMEM, msg, msglen,
+                    "%s: out of memory for the %u buffers of rank %u", path,
+                    rf.nbufs, rf.rank);
+  r->rank = rf.rank, r->region_bytes = rf.region_bytes;
+  if (rf.nbufs)
+    memcpy(r->bufs, *p, rf.nbufs * sizeof(ft__buf_rec_t));
   *p += rf.nbufs * sizeof(ft__buf_rec_t);
   for (uint32_t b = 0; b < rf.nbufs; b++) {
     const ft__buf_rec_t *br = &r->bufs[b];
@@ -677,12 +763,23 @@ static int decode_rank(const uint8_t **p, const uint8_t *end,
   return FT_OK;
 }
 
+static int decode_tables(const uint8_t *buf, size_t len, ft__meta_t *m,
+                         const char *path, char *msg, size_t msglen);
+
 int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
                     const char *path, char *msg, size_t msglen) {
-  memset(m, 0, sizeof(*m));
+  ft__meta_clear(m);
   int rc = decode_fixed(buf, len, m, path, msg, msglen);
+  if (rc == FT_OK)
+    rc = decode_tables(buf, len, m, path, msg, msglen);
   if (rc)
-    return rc;
+    ft__meta_clear(m);
+  return rc;
+}
+
+static int decode_tables(const uint8_t *buf, size_t len, ft__meta_t *m,
+                         const char *path, char *msg, size_t msglen) {
+  int rc;
   const uint8_t *p = buf + sizeof(meta_fixed_t), *end = buf + len - 8;
   memcpy(m->hosts, p, (size_t)m->nnodes * FT_NAME_MAX);
   p += (size_t)m->nnodes * FT_NAME_MAX;
@@ -691,7 +788,7 @@ int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
       return ft__msgf(FT_ECORRUPT, msg, msglen,
                       "%s: host name %u not terminated", path, h);
   for (uint32_t r = 0; r < m->nlocal; r++)
-    if ((rc = decode_rank(&p, end, &m->ranks[r], path, msg, msglen)))
+    if ((rc = decode_rank(&p, end, m, r, path, msg, msglen)))
       return rc;
   if (p != end)
     return ft__msgf(FT_ECORRUPT, msg, msglen,
@@ -816,7 +913,7 @@ int ft__meta_promote(const ft__dir_t *dir, char *msg, size_t msglen) {
 
 int ft__meta_drop_pending(const ft__dir_t *dir, const ft__meta_t *m,
                           char *msg, size_t msglen) {
-  ft__meta_t *tmp = ft__malloc(sizeof(*tmp));
+  ft__meta_t *tmp = ft__calloc(1, sizeof(*tmp));
   if (!tmp)
     return ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory", dir->path);
   int rc = ft__store_unlink(dir, FT_META_PENDING, msg, msglen);
@@ -828,7 +925,7 @@ int ft__meta_drop_pending(const ft__dir_t *dir, const ft__meta_t *m,
                           msglen);
   else if (rc == FT_OK)
     rc = ft__store_unlink(dir, FT_GROUP_META_PENDING, msg, msglen);
-  ft__free(tmp);
+  ft__meta_free(tmp);
   return rc;
 }
 
@@ -865,9 +962,12 @@ int ft__meta_read_as(const ft__dir_t *dir, const char *name, ft__meta_t *m,
                      char *msg, size_t msglen) {
   uint8_t *buf;
   size_t len;
-  int rc = ft__store_read_file(dir, name, 64u << 20, &buf, &len, msg, msglen);
-  if (rc)
+  int rc = ft__store_read_file(dir, name, FT_META_FILE_MAX, &buf, &len, msg,
+                               msglen);
+  if (rc) {
+    ft__meta_clear(m);
     return rc;
+  }
   char path[sizeof(dir->path) + 80];
   path_in(path, sizeof(path), dir, name);
   rc = ft__meta_decode(buf, len, m, path, msg, msglen);
@@ -913,9 +1013,11 @@ int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
   uint32_t cnt = 0;
   uint64_t crc = 0;
   if (len < 12 ||
-      (memcpy(&crc, buf + len - 8, 8), ft__crc64(0, buf, len - 8) != crc))
+      (memcpy(&crc, buf + len - 8, 8), ft__crc64(0, buf, len - 8) != crc)) {
+    ft__meta_clear(m);
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: truncated or CRC mismatch",
                     path);
+  }
   memcpy(&cnt, buf, 4);
   const uint8_t *p = buf + 4, *end = buf + len - 8, *member = NULL;
   uint64_t l = 0;
@@ -930,10 +1032,10 @@ int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
     }
     p += l;
   }
-  return member
-             ? ft__meta_decode(member, (size_t)l, m, path, msg, msglen)
-             : ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path,
-                        pos);
+  if (member)
+    return ft__meta_decode(member, (size_t)l, m, path, msg, msglen);
+  ft__meta_clear(m);
+  return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path, pos);
 }
 
 int ft__group_meta_read(const ft__dir_t *dir, const char *name, int pos,
@@ -942,9 +1044,13 @@ int ft__group_meta_read(const ft__dir_t *dir, const char *name, int pos,
   size_t len;
   char path[sizeof(dir->path) + 80];
   path_in(path, sizeof(path), dir, name);
-  int rc = ft__store_read_file(dir, name, 1u << 30, &buf, &len, msg, msglen);
-  if (rc)
+  /* k + m <= 255 members, each one node's metadata */
+  int rc = ft__store_read_file(dir, name, FT_MAX_CHUNKS * FT_META_FILE_MAX,
+                               &buf, &len, msg, msglen);
+  if (rc) {
+    ft__meta_clear(m);
     return rc;
+  }
   rc = ft__group_meta_decode(buf, len, pos, m, path, msg, msglen);
   ft__free(buf);
   return rc;

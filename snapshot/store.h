@@ -41,13 +41,21 @@
  * header checksum and the self-checking state word (slots of formats 2 and
  * 3 were stamped with FT_STORE_FORMAT and have neither). */
 #define FT_SLOT_FORMAT 4
-#define FT_MAX_LOCAL 64   /* trainers per node */
-#define FT_MAX_CHUNKS 256 /* k + m of a group, with room */
-#define FT_MAX_BUFS 256   /* registered buffers per rank */
+/* Trainers per node: the slot header is one page (FT_SLOT_HDR_BYTES) that
+ * holds every local rank's offset and size, so this is part of the slot
+ * format.  Checked when a job starts (runtime/init.c). */
+#define FT_MAX_LOCAL 64
+/* k + m of a group, with room: ISA-L's codes work in GF(2^8), so a group
+ * has at most 255 chunks (checked by the configuration, FT_EC_K/FT_EC_M). */
+#define FT_MAX_CHUNKS 256
 #define FT_NAME_MAX 64
 #define FT_SLOT_HDR_BYTES 4096
 #define FT_NSLOTS 2
-#define FT_MAX_NODES 4096 /* nodes of a job */
+/* The largest metadata file read back (ft__meta_read_as): a node's meta
+ * holds FT_NAME_MAX bytes per node of the job, so this allows some 16
+ * million nodes.  It only keeps a scribbled size from being allocated;
+ * the node count and buffer counts have no limit of their own. */
+#define FT_META_FILE_MAX ((size_t)1 << 30)
 
 typedef enum {
   FT_SLOT_EMPTY = 0,
@@ -298,7 +306,7 @@ typedef struct ft__rank_rec {
   uint32_t rank;  /* rank in app_comm */
   uint32_t nbufs;
   uint64_t region_bytes;
-  ft__buf_rec_t bufs[FT_MAX_BUFS];
+  ft__buf_rec_t *bufs; /* [nbufs]: owned by the ft__meta_t that holds it */
 } ft__rank_rec_t;
 
 /* The restore point was left by ft-restore --mode shrink: it holds the data
@@ -328,8 +336,32 @@ typedef struct ft__meta {
   uint32_t next_node, next_nnodes;
   char host[FT_NAME_MAX];
   ft__rank_rec_t ranks[FT_MAX_LOCAL];
-  char hosts[FT_MAX_NODES][FT_NAME_MAX]; /* [nnodes] host of every node */
+  char (*hosts)[FT_NAME_MAX]; /* [nnodes] host of every node: owned */
 } ft__meta_t;
+
+/*
+ * An ft__meta_t owns its host table and its ranks' buffer tables, which
+ * are sized by the job (nnodes, nbufs), not by a fixed limit.  One that is
+ * zeroed (= {0}, ft__calloc) holds nothing; every function below that
+ * fills one (decode, read) first releases what it held, and on failure
+ * leaves it holding nothing, so one can be read into again and again and
+ * released once with ft__meta_clear (or ft__meta_free for one from
+ * ft__calloc).  Never copy one by value: the copy would share the tables.
+ */
+/* Release m's tables and zero it; m may be NULL. */
+void ft__meta_clear(ft__meta_t *m);
+/* ft__meta_clear, then ft__free(m); m may be NULL. */
+void ft__meta_free(ft__meta_t *m);
+/* Do a and b hold the same metadata: every field, the host table and the
+ * first nlocal ranks with their buffer tables (ranks past nlocal are not
+ * metadata: never written, zero when read)? */
+int ft__meta_equal(const ft__meta_t *a, const ft__meta_t *b);
+/* A zeroed host table of nnodes entries (m->nnodes = nnodes), replacing
+ * any m held: FT_ENOMEM. */
+int ft__meta_alloc_hosts(ft__meta_t *m, uint32_t nnodes);
+/* A zeroed buffer table of nbufs records for rank r < FT_MAX_LOCAL
+ * (m->ranks[r].nbufs = nbufs), replacing any it held: FT_ENOMEM. */
+int ft__meta_alloc_bufs(ft__meta_t *m, uint32_t r, uint32_t nbufs);
 
 /* Was a version whose slot header says layout and epoch vepoch encoded
  * under the layout m describes: the same layout, made at an epoch in
@@ -359,10 +391,14 @@ int ft__group_meta_matches(const ft__dir_t *dir, const char *name,
 #define FT_META_PENDING "meta.pending"
 #define FT_GROUP_META_PENDING "group.meta.pending"
 
-/* Serialise to a buffer (*out, *len) to free with ft__free (base/alloc.h). */
+/* Serialise to a buffer (*out, *len) to free with ft__free (base/alloc.h).
+ * FT_ERANGE for more than FT_MAX_LOCAL ranks, FT_EINVAL for a table its
+ * count promises that is not there. */
 int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len);
 /* Parse and validate bytes written by ft__meta_encode (fuzzed); path names
- * the bytes in msg.  msg may be NULL. */
+ * the bytes in msg.  m: zeroed or filled before (see ft__meta_clear); on
+ * failure it holds nothing.  No count is trusted beyond what len bytes can
+ * hold.  msg may be NULL. */
 int ft__meta_decode(const uint8_t *buf, size_t len, ft__meta_t *m,
                     const char *path, char *msg, size_t msglen);
 /* Atomic write: dir/meta.tmp, fsync, rename to dir/meta, fsync dir.  msg

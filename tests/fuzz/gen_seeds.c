@@ -76,18 +76,19 @@ static ft__meta_t *meta_seed(uint32_t nlocal, uint32_t nbufs, uint32_t nnodes) {
   snprintf(m->job, sizeof(m->job), "fuzz-job");
   snprintf(m->host, sizeof(m->host), "node%u", nnodes - 1);
   m->epoch = 2, m->layout = 1;
-  m->nnodes = nnodes, m->node = nnodes - 1, m->ntrainers = nnodes * nlocal;
+  if (ft__meta_alloc_hosts(m, nnodes) != FT_OK)
+    exit(1);
+  m->node = nnodes - 1, m->ntrainers = nnodes * nlocal;
   m->k = nnodes > 1 ? nnodes - 1 : 1, m->m = nnodes > 1;
   m->group_size = m->k + m->m, m->pos = m->node;
   m->nlocal = nlocal;
-#ifdef FT_MAX_NODES
   for (uint32_t i = 0; i < nnodes; i++)
     snprintf(m->hosts[i], FT_NAME_MAX, "node%u", i);
-#endif
   for (uint32_t r = 0; r < nlocal; r++) {
     ft__rank_rec_t *rr = &m->ranks[r];
     rr->rank = r;
-    rr->nbufs = nbufs;
+    if (ft__meta_alloc_bufs(m, r, nbufs) != FT_OK)
+      exit(1);
     uint64_t off = 0;
     for (uint32_t b = 0; b < nbufs; b++) {
       ft__buf_rec_t *br = &rr->bufs[b];
@@ -121,7 +122,7 @@ static void meta_seeds(const char *name, uint32_t nlocal, uint32_t nbufs,
   snprintf(fname, sizeof(fname), "meta-%s-no-crc", name);
   emit(fname, 0x02, buf, len - 8);
   free(buf);
-  free(m);
+  ft__meta_free(m);
 }
 
 int main(int argc, char **argv) {

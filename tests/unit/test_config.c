@@ -112,6 +112,28 @@ START_TEST(k_plus_m_over_255) {
 }
 END_TEST
 
+/* k + m <= 255 is the one real limit of the code (ISA-L works in
+ * GF(2^8)): refused at configuration time, naming the variables, also
+ * when one of them is set alone and the other chosen would pass it (it
+ * was accepted, and the job failed later in group formation). */
+START_TEST(k_plus_m_over_255_one_set) {
+  ft__config_t cfg;
+  char msg[256];
+  int k, m;
+  ft__config_defaults(&cfg);
+  cfg.ec_m = 254;
+  ck_assert_int_eq(ft__config_ec_for_nodes(&cfg, 10000, &k, &m, msg, 256),
+                   FT_ECONFIG);
+  ck_assert_msg(strstr(msg, "FT_EC_K=3 FT_EC_M=254") &&
+                    strstr(msg, "k+m=257") && strstr(msg, "at most 255"),
+                "message: %s", msg);
+  cfg.ec_m = 252; /* 3 + 252 = 255: the largest code there is */
+  ck_assert_int_eq(ft__config_ec_for_nodes(&cfg, 10000, &k, &m, msg, 256),
+                   FT_OK);
+  ck_assert(k == 3 && m == 252);
+}
+END_TEST
+
 START_TEST(ec_for_nodes) {
   ft__config_t cfg;
   char msg[256];
@@ -154,6 +176,29 @@ START_TEST(domains) {
 }
 END_TEST
 
+/* FT_FAILURE_DOMAINS names every host of the job (ft-launch sets it from a
+ * hostfile's labels): 5,000 hosts are read whole (a value over 1,023
+ * characters, some 70 hosts, was refused before). */
+START_TEST(domains_of_many_hosts) {
+  enum { HOSTS = 5000 };
+  size_t cap = (size_t)HOSTS * 32;
+  char *v = malloc(cap), msg[256], d[FT_JOB_MAX];
+  ck_assert_ptr_nonnull(v);
+  size_t used = 0;
+  for (int h = 0; h < HOSTS; h++)
+    used += (size_t)snprintf(v + used, cap - used, "%snode%04d=rack%02d",
+                             h ? "," : "", h, h / 40);
+  const char *env[] = {"FT_FAILURE_DOMAINS", v, NULL};
+  ft__config_t cfg;
+  ck_assert_msg(load(&cfg, msg, env) == FT_OK, "%s", msg);
+  ft__config_domain_of(&cfg, "node4999", d);
+  ck_assert_str_eq(d, "rack124");
+  ft__config_domain_of(&cfg, "node0000", d);
+  ck_assert_str_eq(d, "rack00");
+  free(v);
+}
+END_TEST
+
 START_TEST(sizes) {
   size_t s;
   ck_assert_int_eq(ft__parse_size("64", &s), FT_OK);
@@ -185,6 +230,8 @@ int main(void) {
   tcase_add_test(tc, good_values);
   tcase_add_loop_test(tc, bad_value, 0, (int)(sizeof(bad) / sizeof(bad[0])));
   tcase_add_test(tc, k_plus_m_over_255);
+  tcase_add_test(tc, k_plus_m_over_255_one_set);
+  tcase_add_test(tc, domains_of_many_hosts);
   tcase_add_test(tc, ec_for_nodes);
   tcase_add_test(tc, sizes);
   tcase_add_test(tc, domains);

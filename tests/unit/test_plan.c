@@ -5,7 +5,11 @@
  * fixed table may overflow: one host lost in every group is planned, with a
  * spare for each; three lost in one group (m = 2) is refused with a message
  * naming the group and nothing planned.  The time each plan takes is
- * printed (a figure, not a bound: a test never depends on speed).
+ * printed (a figure, not a bound: a test never depends on speed).  The
+ * same plan for 40,000 nodes takes its summaries from metadata of 40,000
+ * hosts encoded and decoded as a store holds it: no node count is bounded
+ * but by memory (the metadata held 4,096 hosts before, and the survey's
+ * group tables 16-bit node indexes).
  */
 #include <check.h>
 #include <stdio.h>
@@ -18,10 +22,16 @@
 #include "ftrt.h"
 #include "recovery/rebuild.h"
 #include "recovery/survey.h"
+#include "snapshot/store.h"
 
-#define NODES 2048
 #define K 4
 #define M 2
+
+/* The job's node count: 2,048, or 40,000 for the test that sets it. */
+static int NODES = 2048;
+/* Where set: the decoded metadata the summaries take their hosts and
+ * layout from. */
+static const ft__meta_t *from_meta;
 
 static double now(void) {
   struct timespec ts;
@@ -47,14 +57,23 @@ static void summary(ft__rnode_t *s, const ft__groups_t *g, int n) {
   s->group = grp, s->pos = g->pos_of[n], s->gsize = g->size[grp];
   s->epoch = s->layout = 1;
   s->run = 0x1234;
+  if (from_meta) {
+    s->nnodes = (int32_t)from_meta->nnodes;
+    s->k = (int32_t)from_meta->k, s->m = (int32_t)from_meta->m;
+    s->epoch = from_meta->epoch, s->layout = from_meta->layout;
+    s->run = from_meta->run;
+  }
   s->slot_ok[0] = 1;
   s->version[0] = 4, s->step[0] = 8, s->chunk[0] = 1 << 20;
   s->vepoch[0] = s->vlayout[0] = 1;
   s->state[0] = FT_SLOT_COMMITTED;
   s->slot_rc[1] = FT_ENOENT;
   for (int p = 0; p < FT_RESTORE_MAX_GROUP; p++)
-    s->members[p] = p < g->size[grp] ? (int16_t)g->members[grp][p] : -1;
-  snprintf(s->host, sizeof(s->host), "node%04d", n);
+    s->members[p] = p < g->size[grp] ? (int32_t)g->members[grp][p] : -1;
+  snprintf(s->host, sizeof(s->host), "%s",
+           from_meta ? from_meta->hosts[n] : "");
+  if (!from_meta)
+    snprintf(s->host, sizeof(s->host), "node%04d", n);
 }
 
 /* A restore of the NODES-node job with node lost[n] gone, each replaced by a
@@ -81,8 +100,8 @@ static int plan(const unsigned char *lost, ft__restore_t *r, int **helper_of,
   double t0 = now();
   int rc = ft__survey_plan(r);
   if (rc == FT_OK) {
-    r->adopt = calloc(NODES, 1);
-    *helper_of = calloc(NODES, sizeof(int));
+    r->adopt = calloc((size_t)NODES, 1);
+    *helper_of = calloc((size_t)NODES, sizeof(int));
     ck_assert_ptr_nonnull(r->adopt);
     ck_assert_ptr_nonnull(*helper_of);
     rc = ft__rebuild_plan(r, *helper_of);
@@ -98,12 +117,14 @@ static void release(ft__restore_t *r, int *helper_of) {
   ft__free(r->chunk_of_group), ft__free(r->bad), ft__free(r->damaged);
 }
 
-START_TEST(one_lost_per_group) {
-  static unsigned char lost[NODES];
+/* One host lost in every group of the NODES-node job: planned, a spare for
+ * each. */
+static void lose_one_per_group(void) {
+  unsigned char *lost = calloc((size_t)NODES, 1);
+  ck_assert_ptr_nonnull(lost);
   ft__groups_t g;
   form(&g);
   int ngroups = g.ngroups;
-  memset(lost, 0, sizeof(lost));
   for (int grp = 0; grp < ngroups; grp++) /* a different position each */
     lost[g.members[grp][grp % g.size[grp]]] = 1;
   ft__groups_free(&g);
@@ -133,11 +154,57 @@ START_TEST(one_lost_per_group) {
   }
   ck_assert_int_eq(spares, ngroups);
   release(&r, helper_of);
+  free(lost);
+}
+
+START_TEST(one_lost_per_group) { lose_one_per_group(); }
+END_TEST
+
+/* 40,000 nodes, more than the 4,096 the metadata held before and the
+ * 32,767 a 16-bit node index reached (issue 14.7): node 0's metadata, with
+ * every host of the job, is encoded and decoded as a store holds it; the
+ * summaries take their hosts and layout from what was decoded; one host
+ * lost in every group is planned. */
+START_TEST(forty_thousand_nodes) {
+  NODES = 40000;
+  ft__groups_t g;
+  form(&g);
+  ft__meta_t *m = calloc(1, sizeof(*m)), *got = calloc(1, sizeof(*got));
+  ck_assert_ptr_nonnull(m);
+  ck_assert_ptr_nonnull(got);
+  snprintf(m->job, sizeof(m->job), "plan");
+  snprintf(m->host, sizeof(m->host), "n00000.example.org");
+  ck_assert_int_eq(ft__meta_alloc_hosts(m, (uint32_t)NODES), FT_OK);
+  for (int n = 0; n < NODES; n++)
+    snprintf(m->hosts[n], FT_NAME_MAX, "n%05d.example.org", n);
+  m->k = K, m->m = M, m->epoch = m->layout = 1, m->run = 0x1234;
+  m->group = (uint32_t)g.group_of[0], m->pos = (uint32_t)g.pos_of[0];
+  m->group_size = (uint32_t)g.size[g.group_of[0]];
+  ft__groups_free(&g);
+  uint8_t *buf;
+  size_t len;
+  char msg[256] = "";
+  double t0 = now();
+  ck_assert_int_eq(ft__meta_encode(m, &buf, &len), FT_OK);
+  ck_assert_int_eq(ft__meta_decode(buf, len, got, "meta", msg, sizeof(msg)),
+                   FT_OK);
+  printf("test_plan: metadata of %d nodes (%zu bytes) encoded and decoded in "
+         "%.3f s\n", NODES, len, now() - t0);
+  ck_assert(ft__meta_equal(m, got));
+  ck_assert_uint_eq(got->nnodes, (uint32_t)NODES);
+  ck_assert_str_eq(got->hosts[NODES - 1], "n39999.example.org");
+  from_meta = got;
+  lose_one_per_group();
+  from_meta = NULL;
+  NODES = 2048;
+  ft__free(buf);
+  ft__meta_free(m);
+  ft__meta_free(got);
 }
 END_TEST
 
 START_TEST(three_lost_in_one_group) {
-  static unsigned char lost[NODES];
+  static unsigned char lost[2048];
   ft__groups_t g;
   form(&g);
   int grp = g.ngroups - 1; /* the last group: with the leftover nodes */
@@ -167,6 +234,7 @@ int main(void) {
   tcase_set_timeout(tc, 120); /* a bound on a hang, not an expected time */
   tcase_add_test(tc, one_lost_per_group);
   tcase_add_test(tc, three_lost_in_one_group);
+  tcase_add_test(tc, forty_thousand_nodes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

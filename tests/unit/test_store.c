@@ -1404,7 +1404,8 @@ static ft__meta_t *sample_meta(void) {
   snprintf(m->host, sizeof(m->host), "node07.cluster");
   m->epoch = 3, m->layout = 2;
   m->run = 0x8badf00ddeadbeefull;
-  m->node = 2, m->nnodes = 5, m->ntrainers = 20;
+  ck_assert_int_eq(ft__meta_alloc_hosts(m, 5), FT_OK);
+  m->node = 2, m->ntrainers = 20;
   m->k = 3, m->m = 2, m->group = 0, m->pos = 2, m->group_size = 5;
   m->nlocal = 4;
   for (uint32_t n = 0; n < m->nnodes; n++)
@@ -1412,7 +1413,8 @@ static ft__meta_t *sample_meta(void) {
   for (uint32_t r = 0; r < 4; r++) {
     ft__rank_rec_t *rr = &m->ranks[r];
     rr->rank = 8 + r;
-    rr->nbufs = r == 2 ? 0 : r + 1; /* rank 10 registered nothing */
+    /* rank 10 registered nothing */
+    ck_assert_int_eq(ft__meta_alloc_bufs(m, r, r == 2 ? 0 : r + 1), FT_OK);
     uint64_t off = 0;
     for (uint32_t b = 0; b < rr->nbufs; b++) {
       ft__buf_rec_t *br = &rr->bufs[b];
@@ -1460,8 +1462,7 @@ START_TEST(meta_round_trip) {
   ck_assert_uint_eq(got->ranks[1].region_bytes, m->ranks[1].region_bytes);
   ck_assert_str_eq(got->hosts[0], "node05.cluster");
   ck_assert_str_eq(got->hosts[4], "node09.cluster");
-  ck_assert_str_eq(got->hosts[5], "");
-  ck_assert_msg(memcmp(m, got, sizeof(*m)) == 0, "decoded metadata differs");
+  ck_assert_msg(ft__meta_equal(m, got), "decoded metadata differs");
 
   /* atomic: the temp file is gone, and a second write replaces the file
    * (a reader holding the old one keeps reading the old bytes) */
@@ -1507,26 +1508,34 @@ START_TEST(meta_round_trip) {
   ck_assert_int_eq(access(tmp, F_OK), -1);
   ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
   ck_assert_uint_eq(got->epoch, 5);
-  free(m);
-  free(got);
+  ft__meta_free(m);
+  ft__meta_free(got);
 }
 END_TEST
 
-START_TEST(meta_full_tables) {
-  /* the largest metadata: 64 ranks of 256 buffers each */
+/* No fixed limit on nodes or buffers (issue 14.7): 10,000 nodes and 64
+ * ranks of 1,000 buffers each are written and read back whole (the store
+ * refused more than 4096 nodes and 256 buffers a rank before). */
+START_TEST(meta_large_tables) {
+  enum { NODES = 10000, BUFS = 1000 };
   ft__meta_t *m = calloc(1, sizeof(*m)), *got = calloc(1, sizeof(*got));
+  ck_assert_ptr_nonnull(m);
+  ck_assert_ptr_nonnull(got);
   snprintf(m->job, sizeof(m->job), JOB);
-  m->nnodes = FT_MAX_NODES, m->k = 1, m->nlocal = FT_MAX_LOCAL;
+  ck_assert_int_eq(ft__meta_alloc_hosts(m, NODES), FT_OK);
+  m->node = NODES - 1, m->group = NODES / 6 - 1;
+  m->k = 4, m->m = 2, m->pos = 3, m->nlocal = FT_MAX_LOCAL;
   m->epoch = m->layout = 1;
-  m->group_size = 1; /* a group of one: position 0 */
-  for (uint32_t n = 0; n < FT_MAX_NODES; n++)
-    memset(m->hosts[n], 'h', FT_NAME_MAX - 1);
+  m->group_size = 6;
+  for (uint32_t n = 0; n < NODES; n++)
+    snprintf(m->hosts[n], FT_NAME_MAX, "host%05u.rack%02u", n, n % 50);
   for (uint32_t r = 0; r < FT_MAX_LOCAL; r++) {
+    ck_assert_int_eq(ft__meta_alloc_bufs(m, r, BUFS), FT_OK);
     m->ranks[r].rank = r;
-    m->ranks[r].nbufs = FT_MAX_BUFS;
-    m->ranks[r].region_bytes = FT_MAX_BUFS;
-    for (uint32_t b = 0; b < FT_MAX_BUFS; b++) {
-      memset(m->ranks[r].bufs[b].name, 'a' + (int)(b % 26), FT_NAME_MAX - 1);
+    m->ranks[r].region_bytes = BUFS;
+    for (uint32_t b = 0; b < BUFS; b++) {
+      snprintf(m->ranks[r].bufs[b].name, FT_NAME_MAX, "r%u.layer%u.exp_avg",
+               r, b);
       m->ranks[r].bufs[b].offset = b;
       m->ranks[r].bufs[b].bytes = 1;
     }
@@ -1534,17 +1543,32 @@ START_TEST(meta_full_tables) {
   char msg[512] = "";
   ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
   ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
-  ck_assert(memcmp(m, got, sizeof(*m)) == 0);
-  /* too many ranks or nodes cannot be written */
+  ck_assert_uint_eq(got->nnodes, NODES);
+  ck_assert_str_eq(got->hosts[NODES - 1], "host09999.rack49");
+  ck_assert_uint_eq(got->ranks[63].nbufs, BUFS);
+  ck_assert_str_eq(got->ranks[63].bufs[BUFS - 1].name, "r63.layer999.exp_avg");
+  ck_assert(ft__meta_equal(m, got));
+  /* read again into the same struct: the old tables are released (ASan,
+   * valgrind) and the new ones sized by the new file */
+  m->nlocal = 1;
+  ck_assert_int_eq(ft__meta_alloc_hosts(m, 7), FT_OK);
+  m->node = 6, m->group = 1;
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_OK);
+  ck_assert_uint_eq(got->nnodes, 7);
+  ck_assert_ptr_null(got->ranks[1].bufs);
+  ck_assert(ft__meta_equal(m, got));
+  /* the rank count is the slot format's (FT_MAX_LOCAL); a count whose
+   * table is not there is refused, never read past */
   m->nlocal = FT_MAX_LOCAL + 1;
   ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_ERANGE);
   ck_msg_has(msg, "meta: cannot encode");
   m->nlocal = 1;
-  m->nnodes = FT_MAX_NODES + 1;
-  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_ERANGE);
-  ck_msg_has(msg, "meta: cannot encode");
-  free(m);
-  free(got);
+  free(m->ranks[0].bufs); /* the default allocator */
+  m->ranks[0].bufs = NULL;
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_EINVAL);
+  ft__meta_free(m);
+  ft__meta_free(got);
 }
 END_TEST
 
@@ -1567,8 +1591,8 @@ START_TEST(meta_missing) {
   ck_msg_has(msg, "nodir");
   ck_assert_int_eq(ft__meta_write(&nodir, m, msg, sizeof(msg)), FT_ENOENT);
   ck_msg_has(msg, "nodir/meta.tmp");
-  free(m);
-  free(got);
+  ft__meta_free(m);
+  ft__meta_free(got);
 }
 END_TEST
 
@@ -1654,7 +1678,7 @@ static void m_job_unterminated(void) {
 static void m_host_unterminated(void) {
   memset(mbuf + M_HOST, 'h', FT_NAME_MAX), refix();
 }
-static void m_nbufs_257(void) { put32(rank_at(1) + 4, 257), refix(); }
+static void m_nbufs_257(void) { put32(rank_at(1) + 4, UINT32_MAX), refix(); }
 static void m_nbufs_more(void) { put32(rank_at(3) + 4, 5), refix(); }
 static void m_buf_past_region(void) {
   /* rank 9 buffer 1: offset so that it ends one byte past the region */
@@ -1674,7 +1698,9 @@ static void m_buf_offset_wrap(void) {
 static void m_host_name(void) {
   memset(mbuf + M_HOSTS + 3 * FT_NAME_MAX, 'n', FT_NAME_MAX), refix();
 }
-static void m_nnodes_max(void) { put32(M_NNODES, FT_MAX_NODES + 1), refix(); }
+/* No fixed node limit: a count is refused only because the bytes do not
+ * hold its host table -- before anything is allocated for it. */
+static void m_nnodes_max(void) { put32(M_NNODES, UINT32_MAX), refix(); }
 static void m_nnodes_no_room(void) { put32(M_NNODES, 1000), refix(); }
 static void m_buf_name(void) {
   memset(mbuf + buf_at(0, 0), 'n', FT_NAME_MAX), refix();
@@ -1721,12 +1747,12 @@ static const struct {
      "fields out of range", "meta"},
     {"host name unterminated", m_host_name, FT_ECORRUPT,
      "host name 3 not terminated", "meta"},
-    {"too many nodes", m_nnodes_max, FT_ECORRUPT, "fields out of range",
+    {"2^32 - 1 nodes", m_nnodes_max, FT_ECORRUPT, "fields out of range",
      "meta"},
     {"host table missing", m_nnodes_no_room, FT_ECORRUPT, "fields out of range",
      "meta"},
-    {"257 buffers", m_nbufs_257, FT_ECORRUPT, "buffer table of rank 9 bad",
-     "meta"},
+    {"2^32 - 1 buffers", m_nbufs_257, FT_ECORRUPT,
+     "buffer table of rank 9 bad", "meta"},
     {"more buffers than bytes", m_nbufs_more, FT_ECORRUPT,
      "buffer table of rank 11 bad", "meta"},
     {"buffer past its region", m_buf_past_region, FT_ECORRUPT,
@@ -1779,8 +1805,8 @@ START_TEST(meta_damaged) {
   ck_assert(strncmp(msg, "mem: ", 5) == 0);
   free(mbuf);
   mbuf = NULL;
-  free(m);
-  free(got);
+  ft__meta_free(m);
+  ft__meta_free(got);
 }
 END_TEST
 
@@ -2025,7 +2051,7 @@ START_TEST(store_no_follow) {
    * not followed */
   ft__meta_t *m = sample_meta();
   ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
-  free(m);
+  ft__meta_free(m);
   ft__ctl_t *ctl = NULL;
   ck_assert_int_eq(ft__ctl_create(&sdir, 1, &ctl, msg, sizeof(msg)), FT_OK);
   ft__ctl_detach(ctl);
@@ -2176,7 +2202,7 @@ START_TEST(msg_may_be_null) {
   char missing[256], path[256];
   ft__ctl_t *ctl;
   ft__slot_t s;
-  ft__meta_t *m = malloc(sizeof(*m));
+  ft__meta_t *m = calloc(1, sizeof(*m));
   ck_assert_ptr_nonnull(m);
   snprintf(missing, sizeof(missing), "%s/none", dir);
   ft__dir_t none;
@@ -2255,7 +2281,7 @@ int main(void) {
   tcase_add_test(tc, slot_header_offsets);
   tcase_add_test(tc, slot_header_writers);
   tcase_add_test(tc, meta_round_trip);
-  tcase_add_test(tc, meta_full_tables);
+  tcase_add_test(tc, meta_large_tables);
   tcase_add_test(tc, meta_missing);
   tcase_add_loop_test(tc, meta_damaged, 0,
                       (int)(sizeof(meta_bad) / sizeof(meta_bad[0])));
