@@ -232,9 +232,8 @@ class Context:
 
     def _why_refused(self, st, cname):
         if st == _FT_ERANGE:
-            return (f"this rank has registered {len(self._regs)} buffers, the "
-                    "most this libftrt accepts per rank: register fewer "
-                    "tensors (for example flatten the model's parameters)")
+            return ("its slice does not lie inside the global size given "
+                    "(global_offset + its length > global_size)")
         if st == _FT_ESTATE:
             return "registration is closed once the first snapshot or " \
                    "restore has run"

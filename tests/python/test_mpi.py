@@ -60,20 +60,15 @@ def test_slice_outside_its_global_tensor_is_refused(ctx):
     assert e.value.name == "FT_ERANGE"
 
 
-def test_too_many_buffers_is_a_clear_error(ctx):
+def test_more_buffers_than_the_old_fixed_table(ctx):
+    # 300 more, past the 256 a rank the library once held: every one is
+    # registered (and snapshotted and restored by the tests below).
     keep = []
-    for i in range(5000):
-        a = np.zeros(1, np.int64)
+    for i in range(300):
+        a = np.full(1, i, np.int64)
         keep.append(a)
-        try:
-            ctx.register(f"small{i}", a, ftrt.KIND_OTHER)
-        except ftrt.Error as e:
-            assert e.name == "FT_ERANGE"
-            assert "buffers, the most this libftrt accepts per rank" in str(e)
-            S["limit"] = len(ctx._regs)
-            break
-    else:
-        pytest.skip("no limit on registered buffers below 5000")
+        ctx.register(f"small{i}", a, ftrt.KIND_OTHER)
+    assert len(ctx._regs) >= 300
     S["small"] = keep
 
 
