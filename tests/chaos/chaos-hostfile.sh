@@ -34,7 +34,7 @@ printf '%s\n' '# the job: h1..h4; s1 stands by' 'h1 slots=2' 'h2' 'h3 slots=2' '
   >"$WORK/hostfile"
 
 begin "fault-free reference on the hostfile's hosts"
-hf_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$RANDOM"
+hf_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")"
 finish
 expect_rc ref 0 "fault-free run on the hostfile"
 expect_line ref "^ft-launch: on hosts h1 h2 h3 h4 \(hostfile $WORK/hostfile\); spares: up to 1 of s1$" "fault-free run"

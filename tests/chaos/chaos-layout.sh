@@ -62,7 +62,7 @@ TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 2)
 # on KEPT (the other hosts left out, their stores unread), and the relaunch
 # on KEPT resumes from step 8 and runs to step $STEPS.  No fault.
 shrunk_reference() {
-  local log=$1 kept=$2 job=ref$RANDOM
+  local log=$1 kept=$2 job=ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")
   shift 2
   FT_JOB=$job launch "$log.1" 8 --job "$job" "$@"
   expect_rc "$log.1" 0 "reference: first 8 steps"

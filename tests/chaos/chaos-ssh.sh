@@ -32,7 +32,7 @@ ft-cluster exec --name "$CL" head ssh h3 hostname >"$WORK/ssh.out" 2>&1 &&
 ok "ssh h3 from the head runs on h3"
 
 begin "fault-free reference over ssh"
-ssh_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$RANDOM"
+ssh_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")"
 finish
 expect_rc ref 0 "fault-free run over ssh"
 REF=$(digest_of ref)

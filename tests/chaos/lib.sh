@@ -122,7 +122,7 @@ resumed_of() { sed -n 's/^resumed from step \([0-9]*\)$/\1/p' "$WORK/$1" | tail 
 # reference LOG STEPS [ft-launch ARGS...]: a fault-free run; REF = its digest
 reference() {
   local log=$1 steps=$2; shift 2
-  launch "$log" "$steps" --job "ref$RANDOM" "$@"
+  launch "$log" "$steps" --job "ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")" "$@"
   [ "$RC" -eq 0 ] || die_with "$log" "fault-free run: ft-launch exit $RC"
   grep -qx 'fresh start' "$WORK/$log" || die_with "$log" "fault-free run did not start fresh"
   REF=$(digest_of "$log")
