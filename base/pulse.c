@@ -1,13 +1,45 @@
 /* Heartbeats between the processes of a communicator (pulse.h). */
 #include "base/pulse.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "ftrt.h"
 
-enum { TAG_BEAT = 1 };
+enum { TAG_BEAT = 1, MAX_ADDRS = 8 };
+
+/* What each process publishes at start-up for the datagram heartbeats:
+ * its IPv4 addresses (network order), their masks, its port and a nonce
+ * that its datagrams carry (a datagram of another job or launch is
+ * ignored).  n = 0: no datagrams to or from it (MPI heartbeats only). */
+typedef struct ft__pulse_addr {
+  uint32_t n;
+  uint32_t nonce;
+  uint16_t port;
+  uint16_t pad;
+  uint32_t ip[MAX_ADDRS];
+  uint32_t mask[MAX_ADDRS];
+} ft__pulse_addr_t;
+
+/* A datagram heartbeat. */
+typedef struct beat_msg {
+  char magic[8];
+  uint32_t nonce;
+  uint32_t rank;
+} beat_msg_t;
+static const char BEAT_MAGIC[8] = "ftpulse1";
 
 static double now(void) {
   struct timespec ts;
@@ -22,16 +54,150 @@ static void nap(double *s, double max) {
     *s *= 2;
 }
 
-static int listen(ft__pulse_t *p) {
+static int listen_beats(ft__pulse_t *p) {
   return MPI_Irecv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, TAG_BEAT, p->comm,
                    &p->rreq) == MPI_SUCCESS
              ? FT_OK
              : FT_EMPI;
 }
 
+/* Wait for a request with a plain deadline (start-up: no heartbeats yet). */
+static int wait_plain(MPI_Request *req, double timeout_s) {
+  double t0 = now(), s = 20e-6;
+  for (int done = 0; !done;) {
+    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return FT_EMPI;
+    if (!done && now() - t0 > timeout_s)
+      return FT_ETIMEDOUT; /* left pending: the caller is exiting */
+    if (!done)
+      nap(&s, 2e-3);
+  }
+  return FT_OK;
+}
+
+/* A datagram socket on every address, and what peers need to reach it.
+ * Any failure leaves me->n = 0: this process then beats over MPI only. */
+static void open_socket(ft__pulse_t *p, ft__pulse_addr_t *me) {
+  memset(me, 0, sizeof(*me));
+  p->udp = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_ANY)};
+  socklen_t sl = sizeof(sa);
+  struct ifaddrs *ifs = NULL;
+  if (p->udp < 0 || bind(p->udp, (struct sockaddr *)&sa, sizeof(sa)) ||
+      getsockname(p->udp, (struct sockaddr *)&sa, &sl) || getifaddrs(&ifs)) {
+    if (p->udp >= 0)
+      close(p->udp);
+    p->udp = -1;
+    return;
+  }
+  for (struct ifaddrs *i = ifs; i && me->n < MAX_ADDRS; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_netmask && i->ifa_addr->sa_family == AF_INET &&
+        (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
+      me->ip[me->n] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+      me->mask[me->n++] =
+          ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+    }
+  freeifaddrs(ifs);
+  if (me->n == 0) { /* a host without a network: peers are on it */
+    me->ip[0] = htonl(INADDR_LOOPBACK);
+    me->mask[0] = htonl(0xff000000u);
+    me->n = 1;
+  }
+  me->port = sa.sin_port;
+  if (getrandom(&me->nonce, sizeof(me->nonce), 0) != sizeof(me->nonce))
+    me->nonce = (uint32_t)getpid() ^ (uint32_t)(now() * 1e6);
+}
+
+static int same_host(const ft__pulse_addr_t *a, const ft__pulse_addr_t *b) {
+  return a->n == b->n && memcmp(a->ip, b->ip, a->n * sizeof(a->ip[0])) == 0;
+}
+
+/* Where to send peer r's datagrams: loopback on the same host, else its
+ * first address on a subnet of mine, else its first address. */
+static void choose_dest(ft__pulse_t *p, const ft__pulse_addr_t *all, int r) {
+  const ft__pulse_addr_t *me = &all[p->rank], *it = &all[r];
+  struct sockaddr_in *d = &p->dest[r];
+  memset(d, 0, sizeof(*d));
+  if (r == p->rank || it->n == 0 || it->n > MAX_ADDRS || me->n == 0)
+    return; /* port 0: none */
+  d->sin_family = AF_INET;
+  d->sin_port = it->port;
+  d->sin_addr.s_addr = it->ip[0];
+  if (same_host(me, it)) {
+    d->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return;
+  }
+  for (uint32_t j = 0; j < it->n; j++)
+    for (uint32_t i = 0; i < me->n; i++)
+      if ((it->ip[j] & me->mask[i]) == (me->ip[i] & me->mask[i])) {
+        d->sin_addr.s_addr = it->ip[j];
+        return;
+      }
+}
+
+/* Collective: every process's address record; the destinations. */
+static int share_addrs(ft__pulse_t *p) {
+  ft__pulse_addr_t me, *all = ft__calloc((size_t)p->size, sizeof(*all));
+  p->dest = ft__calloc((size_t)p->size, sizeof(*p->dest));
+  p->nonce = ft__calloc((size_t)p->size, sizeof(*p->nonce));
+  open_socket(p, &me);
+  int rc = all && p->dest && p->nonce ? FT_OK : FT_ENOMEM;
+  if (rc) /* still take part: the others wait for this record */
+    memset(&me, 0, sizeof(me));
+  MPI_Request req;
+  if (MPI_Iallgather(&me, sizeof(me), MPI_BYTE, all ? all : NULL,
+                     all ? (int)sizeof(me) : 0, MPI_BYTE, p->comm,
+                     &req) != MPI_SUCCESS)
+    rc = FT_EMPI;
+  else {
+    int wrc = wait_plain(&req, p->timeout_s);
+    if (wrc == FT_ETIMEDOUT)
+      return FT_ETIMEDOUT; /* all stays owned by the pending collective */
+    if (rc == FT_OK)
+      rc = wrc;
+  }
+  for (int r = 0; rc == FT_OK && r < p->size; r++) {
+    choose_dest(p, all, r);
+    p->nonce[r] = all[r].nonce;
+  }
+  ft__free(all);
+  return rc;
+}
+
+static void send_datagrams(ft__pulse_t *p) {
+  if (p->udp < 0)
+    return;
+  beat_msg_t b;
+  memcpy(b.magic, BEAT_MAGIC, sizeof(b.magic));
+  b.nonce = p->nonce[p->rank];
+  b.rank = (uint32_t)p->rank;
+  for (int r = 0; r < p->size; r++)
+    if (p->dest[r].sin_port) /* a lost datagram is only a late heartbeat */
+      (void)sendto(p->udp, &b, sizeof(b), MSG_DONTWAIT,
+                   (struct sockaddr *)&p->dest[r], sizeof(p->dest[r]));
+}
+
+static void take_datagrams(ft__pulse_t *p, double t) {
+  if (p->udp < 0)
+    return;
+  beat_msg_t b;
+  for (;;) {
+    ssize_t n = recv(p->udp, &b, sizeof(b), MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return;
+    if (n == (ssize_t)sizeof(b) &&
+        memcmp(b.magic, BEAT_MAGIC, sizeof(b.magic)) == 0 &&
+        b.rank < (uint32_t)p->size && b.nonce == p->nonce[b.rank])
+      p->heard[b.rank] = t;
+  }
+}
+
 int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
   *p = (ft__pulse_t){.comm = MPI_COMM_NULL, .rreq = MPI_REQUEST_NULL,
-                     .timeout_s = timeout_s, .silent = -1};
+                     .timeout_s = timeout_s, .silent = -1, .udp = -1};
   /* A quarter of the timeout: three heartbeats may be late before a peer
    * counts as silent.  At most 5 s, so that N peers cost N tiny messages
    * every few seconds; at least 10 ms. */
@@ -43,29 +209,27 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
   MPI_Request req;
   if (MPI_Comm_idup(comm, &p->comm, &req) != MPI_SUCCESS)
     return FT_EMPI;
-  double t0 = now(), s = 20e-6;
-  for (int done = 0; !done;) {
-    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return FT_EMPI;
-    if (!done && now() - t0 > timeout_s)
-      return FT_ETIMEDOUT; /* the duplicate is never freed: we are exiting */
-    if (!done)
-      nap(&s, 2e-3);
-  }
+  int rc = wait_plain(&req, timeout_s);
+  if (rc == FT_OK)
+    rc = share_addrs(p);
+  if (rc == FT_ETIMEDOUT)
+    return rc; /* nothing is freed: pending collectives own it; exiting */
   p->heard = ft__calloc((size_t)p->size, sizeof(*p->heard));
   p->sreq = ft__calloc((size_t)p->size, sizeof(*p->sreq));
-  if (!p->heard || !p->sreq) {
+  if (rc == FT_OK && (!p->heard || !p->sreq))
+    rc = FT_ENOMEM;
+  if (rc) {
     ft__pulse_free(p);
-    return FT_ENOMEM;
+    return rc;
   }
-  t0 = now();
+  double t0 = now();
   for (int i = 0; i < p->size; i++) {
     p->heard[i] = t0;
     p->sreq[i] = MPI_REQUEST_NULL;
   }
   p->sent = t0 - p->period_s; /* the first poll sends */
   p->polled = t0;
-  int rc = listen(p);
+  rc = listen_beats(p);
   if (rc)
     ft__pulse_free(p);
   return rc;
@@ -86,6 +250,13 @@ void ft__pulse_free(ft__pulse_t *p) {
   ft__free(p->heard);
   ft__free(p->sreq);
   ft__free(p->done);
+  ft__free(p->dest);
+  ft__free(p->nonce);
+  if (p->udp >= 0)
+    close(p->udp);
+  p->udp = -1;
+  p->dest = NULL;
+  p->nonce = NULL;
   p->heard = NULL;
   p->sreq = NULL;
   p->done = NULL;
@@ -106,6 +277,7 @@ static int send_beats(ft__pulse_t *p, double t) {
                           &p->sreq[i]) != MPI_SUCCESS)
       return FT_EMPI;
   }
+  send_datagrams(p);
   p->sent = t;
   p->beats++;
   if (p->on_beat)
@@ -125,6 +297,7 @@ int ft__pulse_poll(ft__pulse_t *p) {
       if (p->heard[i] < t - p->period_s)
         p->heard[i] = t - p->period_s;
   p->polled = t;
+  take_datagrams(p, t);
   for (;;) {
     int got = 0;
     MPI_Status st;
@@ -134,7 +307,7 @@ int ft__pulse_poll(ft__pulse_t *p) {
       break;
     if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size)
       p->heard[st.MPI_SOURCE] = t;
-    if (listen(p))
+    if (listen_beats(p))
       return FT_EMPI;
   }
   return t - p->sent >= p->period_s ? send_beats(p, t) : FT_OK;

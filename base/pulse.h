@@ -7,14 +7,21 @@
  * is never taken for a failed one, and a stopped or partitioned one is
  * found within the timeout plus one period.
  *
- * Heartbeats travel on a duplicate of the communicator, so they never
- * match other traffic.  Single-threaded: only the thread that polls calls
- * MPI (MPI_THREAD_FUNNELED is enough).
+ * Heartbeats go two ways at once: as empty MPI messages on a duplicate of
+ * the communicator (they never match other traffic), and as UDP datagrams
+ * to an address each process published at start-up.  MPI's messages share
+ * a TCP connection with the bulk data to the same peer and wait behind it
+ * on a slow link (head-of-line blocking); a datagram waits only for the
+ * link's own queue.  Where datagrams cannot pass (no socket, a firewall),
+ * the MPI heartbeats still do.  Single-threaded: only the thread that
+ * polls calls MPI (MPI_THREAD_FUNNELED is enough).
  */
 #ifndef FT_BASE_PULSE_H
 #define FT_BASE_PULSE_H
 
 #include <mpi.h>
+#include <netinet/in.h>
+#include <stdint.h>
 
 typedef struct ft__pulse {
   MPI_Comm comm; /* duplicate of the peers' communicator, same ranks */
@@ -31,6 +38,10 @@ typedef struct ft__pulse {
    * watchers, such as the trainers of an SMP, that this process lives). */
   void (*on_beat)(void *arg);
   void *on_beat_arg;
+  int udp;                  /* datagram socket, -1: MPI heartbeats only */
+  struct sockaddr_in *dest; /* [size] where each peer's datagrams go (port
+                               0: none) */
+  uint32_t *nonce;          /* [size] what each peer's datagrams carry */
   int *done;           /* room for MPI_Testsome's indices */
   int done_cap;
   int silent;          /* after FT_ETIMEDOUT: the rank that was silent */
