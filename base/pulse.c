@@ -7,6 +7,8 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,6 +27,7 @@ enum { TAG_BEAT = 1, MAX_ADDRS = 8 };
  * that its datagrams carry (a datagram of another job or launch is
  * ignored).  n = 0: no datagrams to or from it (MPI heartbeats only). */
 typedef struct ft__pulse_addr {
+  char host[64];
   uint32_t n;
   uint32_t nonce;
   uint16_t port;
@@ -79,6 +82,7 @@ static int wait_plain(MPI_Request *req, double timeout_s) {
  * Any failure leaves me->n = 0: this process then beats over MPI only. */
 static void open_socket(ft__pulse_t *p, ft__pulse_addr_t *me) {
   memset(me, 0, sizeof(*me));
+  gethostname(me->host, sizeof(me->host) - 1);
   p->udp = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET,
                            .sin_addr.s_addr = htonl(INADDR_ANY)};
@@ -143,6 +147,10 @@ static int share_addrs(ft__pulse_t *p) {
   p->nonce = ft__calloc((size_t)p->size, sizeof(*p->nonce));
   open_socket(p, &me);
   int rc = all && p->dest && p->nonce ? FT_OK : FT_ENOMEM;
+  p->host = ft__calloc((size_t)p->size, sizeof(*p->host));
+  p->armed = ft__calloc((size_t)p->size, sizeof(*p->armed));
+  if (rc == FT_OK && (!p->host || !p->armed))
+    rc = FT_ENOMEM;
   if (rc) /* still take part: the others wait for this record */
     memset(&me, 0, sizeof(me));
   MPI_Request req;
@@ -160,6 +168,8 @@ static int share_addrs(ft__pulse_t *p) {
   for (int r = 0; rc == FT_OK && r < p->size; r++) {
     choose_dest(p, all, r);
     p->nonce[r] = all[r].nonce;
+    memcpy(p->host[r], all[r].host, sizeof(p->host[r]));
+    p->host[r][sizeof(p->host[r]) - 1] = '\0';
   }
   ft__free(all);
   return rc;
@@ -190,8 +200,10 @@ static void take_datagrams(ft__pulse_t *p, double t) {
       return;
     if (n == (ssize_t)sizeof(b) &&
         memcmp(b.magic, BEAT_MAGIC, sizeof(b.magic)) == 0 &&
-        b.rank < (uint32_t)p->size && b.nonce == p->nonce[b.rank])
+        b.rank < (uint32_t)p->size && b.nonce == p->nonce[b.rank]) {
       p->heard[b.rank] = t;
+      p->armed[b.rank] = 1;
+    }
   }
 }
 
@@ -252,6 +264,10 @@ void ft__pulse_free(ft__pulse_t *p) {
   ft__free(p->done);
   ft__free(p->dest);
   ft__free(p->nonce);
+  ft__free(p->host);
+  ft__free(p->armed);
+  p->host = NULL;
+  p->armed = NULL;
   if (p->udp >= 0)
     close(p->udp);
   p->udp = -1;
@@ -365,4 +381,61 @@ int ft__pulse_wait(ft__pulse_t *p, int n, MPI_Request *req, const int *peer,
       return FT_ETIMEDOUT;
     nap(&s, nap_max);
   }
+}
+
+/* ---- the watch thread (no MPI) ---- */
+
+typedef struct watch_arg {
+  ft__pulse_t *p;
+  void (*on_silent)(void *arg, const ft__pulse_t *p, int rank);
+  void *arg;
+} watch_arg_t;
+
+static watch_arg_t watch_args; /* one watched pulse a process */
+
+static void *watch_main(void *v) {
+  watch_arg_t *w = v;
+  ft__pulse_t *p = w->p;
+  while (!p->stop_watch) {
+    double t = now();
+    if (t - p->sent >= p->period_s) {
+      send_datagrams(p);
+      p->sent = t;
+    }
+    struct pollfd pf = {.fd = p->udp, .events = POLLIN};
+    int ms = (int)(p->period_s * 250); /* a quarter period */
+    (void)poll(&pf, 1, ms < 1 ? 1 : ms);
+    t = now();
+    take_datagrams(p, t);
+    for (int i = 0; i < p->size; i++)
+      if (i != p->rank && p->armed[i] && t - p->heard[i] > p->timeout_s) {
+        p->silent = i;
+        p->silent_s = t - p->heard[i];
+        w->on_silent(w->arg, p, i);
+      }
+  }
+  return NULL;
+}
+
+int ft__pulse_watch(ft__pulse_t *p,
+                    void (*on_silent)(void *arg, const ft__pulse_t *p, int rank),
+                    void *arg) {
+  if (p->udp < 0 || !p->heard || p->watching)
+    return FT_EIO;
+  watch_args = (watch_arg_t){.p = p, .on_silent = on_silent, .arg = arg};
+  p->stop_watch = 0;
+  pthread_t th;
+  if (pthread_create(&th, NULL, watch_main, &watch_args))
+    return FT_EIO;
+  p->watch_thread = (unsigned long)th;
+  p->watching = 1;
+  return FT_OK;
+}
+
+void ft__pulse_unwatch(ft__pulse_t *p) {
+  if (!p->watching)
+    return;
+  p->stop_watch = 1;
+  pthread_join((pthread_t)p->watch_thread, NULL);
+  p->watching = 0;
 }

@@ -42,6 +42,11 @@ typedef struct ft__pulse {
   struct sockaddr_in *dest; /* [size] where each peer's datagrams go (port
                                0: none) */
   uint32_t *nonce;          /* [size] what each peer's datagrams carry */
+  char (*host)[64];         /* [size] each peer's host name (messages) */
+  unsigned char *armed;     /* [size] a datagram came from it (watch) */
+  int watching;             /* ft__pulse_watch's thread runs */
+  volatile int stop_watch;
+  unsigned long watch_thread; /* pthread_t */
   int *done;           /* room for MPI_Testsome's indices */
   int done_cap;
   int silent;          /* after FT_ETIMEDOUT: the rank that was silent */
@@ -73,5 +78,19 @@ int ft__pulse_silent(ft__pulse_t *p);
  * requests left are still pending); FT_ENOMEM, FT_EMPI. */
 int ft__pulse_wait(ft__pulse_t *p, int n, MPI_Request *req, const int *peer,
                    double nap_max);
+
+/* For a tool that blocks in MPI calls (ft-restore): a thread of its own
+ * sends and takes the datagram heartbeats, with no MPI call, and calls
+ * on_silent(arg, p, rank) (which should not return: it exits) once a peer
+ * that was heard from by datagram at least once has been silent for the
+ * timeout.  A peer never heard from by datagram (UDP blocked) is never
+ * judged: then nothing is bounded, as without heartbeats.  Use the pulse
+ * no other way while the thread runs; ft__pulse_unwatch stops it (before
+ * MPI_Finalize: a peer that has finished is silent).  FT_OK, or FT_EIO
+ * when the thread cannot start (then nothing is watched). */
+int ft__pulse_watch(ft__pulse_t *p,
+                    void (*on_silent)(void *arg, const ft__pulse_t *p, int rank),
+                    void *arg);
+void ft__pulse_unwatch(ft__pulse_t *p);
 
 #endif

@@ -7,7 +7,8 @@
  *          [--dry-run] [--json] [--verify [--verify-losses]]
  *
  * Exit status: 0 restored or nothing to do, 3 unrecoverable (too many
- * losses; nothing changed), 2 usage, 1 any other error.
+ * losses; nothing changed), 4 a rank fell silent for FT_TIMEOUT (dead,
+ * stopped or partitioned), 2 usage, 1 any other error.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "base/agree.h"
 #include "base/error.h"
+#include "base/pulse.h"
 #include "recovery/engine.h"
 #include "runtime/config.h"
 #include "snapshot/hold.h"
@@ -43,7 +45,9 @@ static void usage(FILE *f) {
       "FT_TIMEOUT (how long to wait for a running launch of the job to\n"
       "end: its SMP holds the store; then exit 1, nothing changed).\n"
       "Exit: 0 restored or nothing to do, 3 too many losses (nothing\n"
-      "changed), 2 usage, 1 any other error.\n",
+      "changed), 4 a rank fell silent for FT_TIMEOUT (dead, stopped or\n"
+      "partitioned: run it again on the hosts left), 2 usage, 1 any other\n"
+      "error.\n",
       f);
 }
 
@@ -126,6 +130,20 @@ static int lock_store(ft__restore_t *r, double wait_s) {
   return ft__agree_msg(r->comm, rc, r->msg, sizeof(r->msg));
 }
 
+/* A rank of this ft-restore fell silent (dead, stopped or partitioned):
+ * the others would wait for it forever in a blocking MPI call.  Called by
+ * the heartbeat thread (base/pulse.h); never returns. */
+static void restore_silent(void *arg, const ft__pulse_t *p, int rank) {
+  const ft__restore_t *r = arg;
+  fprintf(stderr,
+          "ft-restore on %s: no sign of life from rank %d (%s) for %.0f s "
+          "(FT_TIMEOUT %.0f s): it may be dead, stopped or partitioned; "
+          "stopping (exit 4): nothing a later ft-restore needs is lost, it "
+          "finishes or redoes this one\n",
+          r->host, rank, p->host[rank], p->silent_s, p->timeout_s);
+  _exit(4);
+}
+
 static int exit_code(int rc) {
   return rc == FT_OK ? 0 : rc == FT_ETOOMANY ? 3 : 1;
 }
@@ -157,7 +175,21 @@ int main(int argc, char **argv) {
   ft__dir_init(&r.dir, "");
   ft__store_dir(cfg.store_root, cfg.job, cfg.vnode_ranks ? r.rank : -1,
                 r.dir.path, FT_PATH_MAX);
-  int rc = lock_store(&r, cfg.timeout_s);
+  /* Heartbeats from a thread of their own bound every blocking wait on a
+   * peer below: one that falls silent ends this restore (exit 4). */
+  static ft__pulse_t pulse;
+  int rc = ft__pulse_init(&pulse, r.comm, cfg.timeout_s);
+  if (rc == FT_ETIMEDOUT) {
+    fprintf(stderr, "ft-restore on %s: not every rank came within %.0f s "
+                    "(FT_TIMEOUT): a host may be dead or partitioned "
+                    "(exit 4)\n", r.host, cfg.timeout_s);
+    _exit(4);
+  }
+  if (rc == FT_OK)
+    ft__pulse_watch(&pulse, restore_silent, &r);
+  rc = ft__agree(r.comm, rc);
+  if (rc == FT_OK)
+    rc = lock_store(&r, cfg.timeout_s);
   if (rc == FT_OK) {
     arm_hold(&r, cfg.hold);
     rc = ft__restore_run(&r);
@@ -168,6 +200,10 @@ int main(int argc, char **argv) {
     ft__ctl_notify(r.ctl);
   }
   ft__dir_close(&r.dir);
+  /* Before MPI_Finalize: a rank that has finished falls silent. */
+  ft__pulse_unwatch(&pulse);
+  if (pulse.heard)
+    ft__pulse_free(&pulse);
   MPI_Finalize();
   return exit_code(rc);
 }

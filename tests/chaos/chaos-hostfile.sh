@@ -18,23 +18,12 @@ export OMPI_MCA_plm_rsh_agent=$SRC/scripts/ft-rsh OMPI_MCA_plm_rsh_no_tree_spawn
   OMPI_MCA_btl=tcp,vader,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
 export FT_PROBE_TRIES=2   # a lost host: 2 failed probes, 1 s apart
 
-# hf_launch_bg LOG ARGS...: ft-launch ARGS on the cluster's head (not
-# --cluster: it knows nothing of ft-cluster) in the background; LPID.
-hf_launch_bg() {
-  local log=$1; shift
-  : >"$WORK/$log"
-  timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
-    ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
-  LPID=$!
-  BG_PIDS+=("$LPID")
-}
-
 up chost 4 --spares 1
 printf '%s\n' '# the job: h1..h4; s1 stands by' 'h1 slots=2' 'h2' 'h3 slots=2' 'h4' 's1 spare' \
   >"$WORK/hostfile"
 
 begin "fault-free reference on the hostfile's hosts"
-hf_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")"
+head_launch_bg ref --hostfile "$WORK/hostfile" --job "ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")"
 finish
 expect_rc ref 0 "fault-free run on the hostfile"
 expect_line ref "^ft-launch: on hosts h1 h2 h3 h4 \(hostfile $WORK/hostfile\); spares: up to 1 of s1$" "fault-free run"
@@ -44,7 +33,7 @@ ok "fault-free digest $REF on h1..h4, s1 left as the spare"
 
 begin "hostfile: h2 killed at step 8, found lost by the probe, s1 takes its place"
 export FT_JOB=hf
-FT_HOLD=step=8 hf_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB"
+FT_HOLD=step=8 head_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB"
 # shellcheck disable=SC2034  # read by chaos (lib.sh): where it strikes
 HOLD_WHEN=step=8
 chaos hf kill-node h2
@@ -64,7 +53,7 @@ begin "Slurm: SLURM_JOB_NODELIST=h[1-4],s1 --nodes 4 --spares 1; h3 killed at st
 up chost 4 --spares 1
 export FT_JOB=sl
 SLURM_JOB_NODELIST='h[1-4],s1' FT_PROBE=$SRC/scripts/ft-rsh FT_HOLD=step=8 \
-  hf_launch_bg sl --nodes 4 --spares 1 --restarts 1 --job "$FT_JOB"
+  head_launch_bg sl --nodes 4 --spares 1 --restarts 1 --job "$FT_JOB"
 chaos sl kill-node h3
 finish
 expect_rc sl 0 "ft-launch in a Slurm allocation --restarts 1"

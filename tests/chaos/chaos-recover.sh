@@ -36,4 +36,32 @@ expect_line again '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)'
 expect_resumed again 8 8 "after a partition during ft-restore"
 expect_digest again "after a partition during ft-restore"
 ok "s1 partitioned during ft-restore: ended by the watchdog, rebuilt onto s2, resumed from step 8, digest matches"
+begin "the same on the hostfile path: ft-restore's heartbeats and the probing watchdog"
+# ft-launch --hostfile, run on the cluster's head, knows nothing of the
+# cluster: ft-restore bounds itself (FT_TIMEOUT of silence from a rank:
+# exit 4), ft-launch's watchdog probes the hostfile's hosts, and the next
+# restart finds s1 lost.
+up crecover 4 --spares 2
+export OMPI_MCA_plm_rsh_agent=$SRC/scripts/ft-rsh OMPI_MCA_plm_rsh_no_tree_spawn=1 \
+  OMPI_MCA_btl=tcp,vader,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+export FT_PROBE_TRIES=2
+printf '%s\n' h1 h2 h3 h4 's1 spare' 's2 spare' >"$WORK/hostfile"
+export FT_JOB=hf-partition-restore
+FT_TIMEOUT=10 FT_HOLD="step=8;phase=restore" head_launch_bg hf --hostfile "$WORK/hostfile" --job "$FT_JOB" --restarts 2 --timeout 10
+HOLD_WHEN=step=8
+chaos hf.first kill-node h2
+HOLD_WHEN=phase=restore
+chaos hf partition s1
+finish
+expect_line hf.chaos "ft-restore held on s1" "partition during ft-restore"
+expect_line hf '^ft-restore on h[0-9]: no sign of life from rank [0-9]+ \(s1\) for [0-9]+ s \(FT_TIMEOUT 10 s\)' "ft-restore ended itself, naming s1"
+# ft-restore's ranks stop themselves (exit 4), but mpirun still waits for
+# the orted of the partitioned s1: ft-launch's watchdog, probing the hosts
+# of the hostfile, ends it.
+expect_line hf '^ft-launch: host s1 cannot run a command for [0-9]+ s \(.*timeout 10 s\): ending the job$' "the watchdog ended mpirun"
+expect_line hf 'replacing them with spare\(s\) s2' "s1 lost: s2 takes the node"
+expect_rc hf 0 "a spare partitioned during ft-restore, ft-launch --hostfile --restarts 2"
+expect_resumed hf 8 8 "after a partition during ft-restore (hostfile)"
+expect_digest hf "after a partition during ft-restore (hostfile)"
+ok "hostfile path: s1 partitioned during ft-restore: its ranks stopped (exit 4), the watchdog ended mpirun, rebuilt onto s2, resumed from step 8, digest matches"
 echo "PASS: a fault during recovery"

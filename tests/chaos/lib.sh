@@ -93,6 +93,17 @@ launch_bg() {
   LPID=$!
   BG_PIDS+=("$LPID")
 }
+# head_launch_bg LOG ARGS...: ft-launch ARGS run on the cluster's head, as
+# on a real cluster (not --cluster: it knows nothing of ft-cluster; the
+# hosts come from a hostfile or Slurm), in the background; LPID.
+head_launch_bg() {
+  local log=$1; shift
+  : >"$WORK/$log"
+  timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
+    ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
+  LPID=$!
+  BG_PIDS+=("$LPID")
+}
 # finish: wait for the background launch; RC = its exit status.
 finish() { wait "$LPID"; RC=$?; }
 
