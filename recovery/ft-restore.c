@@ -98,8 +98,8 @@ static void arm_hold(ft__restore_t *r, const char *spec) {
   if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
     return;
   if ((r->dir.fd < 0 &&
-       ft__store_open_dir(r->store_root, r->dir.path, 1, &r->dir, msg,
-                          sizeof(msg)) != FT_OK) ||
+       ft__store_open_locked(r->store_root, &r->dir, msg, sizeof(msg)) !=
+           FT_OK) ||
       ft__ctl_create(&r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
     fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", spec, msg);
     r->ctl = NULL;

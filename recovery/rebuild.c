@@ -264,10 +264,11 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   char msg[512] = "";
   if (rc == FT_OK && r->stale)
     rc = clear_stale(r, msg, sizeof(msg));
-  /* A spare's store is made here (lock_store found none). */
+  /* A spare's store is made here (lock_store found none), and locked
+   * before anything is written in it, as a survivor's is: a job launched
+   * on the spare meanwhile gets FT_EINUSE, never a store half rebuilt. */
   if (rc == FT_OK && r->dir.fd < 0)
-    rc = ft__store_open_dir(r->store_root, r->dir.path, 1, &r->dir, msg,
-                            sizeof(msg));
+    rc = ft__store_open_locked(r->store_root, &r->dir, msg, sizeof(msg));
   if (rc == FT_OK && adopt)
     rc = ft__dir_sub(&r->dir, name, 1, &sub, msg, sizeof(msg));
   if (rc == FT_OK && !adopt)

@@ -1076,6 +1076,18 @@ int ft__store_mkdir(const char *dir, char *msg, size_t msglen) {
   return FT_OK;
 }
 
+int ft__store_open_locked(const char *root, ft__dir_t *d, char *msg,
+                          size_t msglen) {
+  char path[sizeof(d->path)];
+  memcpy(path, d->path, sizeof(path));
+  int fd = -1, rc = ft__store_open_dir(root, path, 1, d, msg, msglen);
+  if (rc == FT_OK)
+    rc = ft__store_lock(d, 0, &fd, msg, msglen); /* fd: held till exit */
+  if (rc)
+    ft__dir_close(d);
+  return rc;
+}
+
 int ft__store_lock(const ft__dir_t *dir, double wait_s, int *fd, char *msg,
                    size_t msglen) {
   /* A descriptor of its own (flock locks belong to an open file

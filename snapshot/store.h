@@ -512,6 +512,13 @@ int ft__store_remove_adopted(const ft__dir_t *dir, char *msg,
 int ft__store_open_dir(const char *root, const char *dir, int create,
                        ft__dir_t *d, char *msg, size_t msglen);
 
+/* A store made (ft__store_open_dir with create, at d->path) and locked at
+ * once (ft__store_lock, no wait: FT_EINUSE when a process holds it), the
+ * lock held until the process ends: ft-restore writes in a spare's store
+ * only under the lock a launch would take.  d->fd is -1 on failure. */
+int ft__store_open_locked(const char *root, ft__dir_t *d, char *msg,
+                          size_t msglen);
+
 /* mkdir -p of dir (mode 0700).  msg may be NULL. */
 int ft__store_mkdir(const char *dir, char *msg, size_t msglen);
 /* The store directory of job under root (FT_STORE_ROOT): root/job, or

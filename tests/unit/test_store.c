@@ -2104,6 +2104,26 @@ START_TEST(store_lock) {
 }
 END_TEST
 
+/* ft-restore makes a spare's store and locks it before writing in it: a
+ * second maker (a job launched on the spare meanwhile) gets FT_EINUSE. */
+START_TEST(store_open_locked) {
+  char msg[512] = "", p[FT_PATH_MAX];
+  snprintf(p, sizeof(p), "%s/spare", dir);
+  ft__dir_t a, b;
+  ft__dir_init(&a, p);
+  ft__dir_init(&b, p);
+  ck_assert_int_eq(ft__store_open_locked(dir, &a, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_ge(a.fd, 0);
+  ck_assert_int_eq(ft__store_open_locked(dir, &b, msg, sizeof(msg)),
+                   FT_EINUSE);
+  ck_assert_int_eq(b.fd, -1);
+  ck_msg_has(msg, "another launch of this job");
+  int lk;
+  ck_assert_int_eq(ft__store_lock(&a, 0, &lk, NULL, 0), FT_EINUSE);
+  ft__dir_close(&a);
+}
+END_TEST
+
 START_TEST(store_dir) {
   char root[FT_PATH_MAX] = "/dev/shm/ftrt", job[FT_JOB_MAX] = "llm.run_2";
   char out[FT_PATH_MAX + 64];
@@ -2287,6 +2307,7 @@ int main(void) {
                       (int)(sizeof(meta_bad) / sizeof(meta_bad[0])));
   tcase_add_test(tc, store_dir);
   tcase_add_test(tc, store_lock);
+  tcase_add_test(tc, store_open_locked);
   tcase_add_test(tc, store_root_private);
   tcase_add_test(tc, store_no_follow);
   tcase_add_test(tc, store_dir_swapped);
