@@ -450,11 +450,24 @@ static int open_store(smp_t *s) {
                               s->msg, sizeof(s->msg));
   /* Before anything in the store is read: a second launch of the job on
    * this node would otherwise share the first one's slots. */
-  /* Half of FT_TIMEOUT: the other SMPs wait FT_TIMEOUT for this one in
-   * the node discovery that follows, and must not give up first. */
-  if (rc == FT_OK)
-    rc = ft__store_lock(&c->dir, c->cfg.timeout_s / 2, &s->lock_fd, s->msg,
-                        sizeof(s->msg));
+  /* Half of FT_TIMEOUT (a previous launch's SMP may still be exiting),
+   * in short tries with heartbeats between them: the other SMPs hear this
+   * one while it waits. */
+  double until = ft__now() + c->cfg.timeout_s / 2;
+  while (rc == FT_OK) {
+    double left = until - ft__now();
+    rc = ft__store_lock(&c->dir, left < 0.2 ? (left > 0 ? left : 0) : 0.2,
+                        &s->lock_fd, s->msg, sizeof(s->msg));
+    if (rc != FT_EINUSE || ft__now() >= until)
+      break;
+    rc = ft__pulse_poll(&s->pulse);
+  }
+  if (rc == FT_EINUSE) /* the message names the wait's full length */
+    ft__msgf(rc, s->msg, sizeof(s->msg),
+             "%s: another launch of this job holds the store on this node, "
+             "or an ft-restore of it does (waited %.0f s); let it end first: "
+             "two processes of one job never share a store",
+             c->dir.path, c->cfg.timeout_s / 2);
   /* FT_FRESH=1: nothing of the store is read; start_over removes it once
    * every node agreed to (whatever format it was written in). */
   if (c->cfg.fresh)
