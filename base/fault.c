@@ -14,6 +14,10 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
   if (!spec || !*spec)
     return 0;
   char buf[128];
+  if (strncmp(spec, "stop:", 5) == 0) { /* SIGSTOP: alive but silent */
+    f->stop = 1;
+    spec += 5;
+  }
   snprintf(buf, sizeof(buf), "%s", spec);
   char *who = strchr(buf, '@');
   if (who) {
@@ -30,8 +34,8 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
     if (f->nth < 1)
       return -1;
   }
-  static const char *const points[] = {"copy", "crc", "encode", "commit",
-                                       "restore", NULL};
+  static const char *const points[] = {"startup", "copy", "crc", "encode",
+                                       "commit",  "restore", NULL};
   for (int i = 0; points[i]; i++)
     if (strcmp(buf, points[i]) == 0) {
       snprintf(f->point, sizeof(f->point), "%s", buf);
@@ -49,8 +53,8 @@ void ft__fault_point(ft__fault_t *f, const char *point, int rank,
     return;
   if (++f->passes != f->nth)
     return;
-  fprintf(stderr, "ftrt: fault point '%s' (FT_FAULT) kills pid %d\n", point,
-          (int)getpid());
+  fprintf(stderr, "ftrt: fault point '%s' (FT_FAULT) %s pid %d\n", point,
+          f->stop ? "stops" : "kills", (int)getpid());
   fflush(stderr);
-  kill(getpid(), SIGKILL);
+  kill(getpid(), f->stop ? SIGSTOP : SIGKILL);
 }

@@ -97,7 +97,10 @@ static void open_socket(ft__pulse_t *p, ft__pulse_addr_t *me) {
   }
   for (struct ifaddrs *i = ifs; i && me->n < MAX_ADDRS; i = i->ifa_next)
     if (i->ifa_addr && i->ifa_netmask && i->ifa_addr->sa_family == AF_INET &&
-        (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
+        (i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING) &&
+        !(i->ifa_flags & IFF_LOOPBACK) &&
+        (ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) >> 16) !=
+            0xa9feu) { /* not link-local 169.254/16 */
       me->ip[me->n] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
       me->mask[me->n++] =
           ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
@@ -132,12 +135,20 @@ static void choose_dest(ft__pulse_t *p, const ft__pulse_addr_t *all, int r) {
     d->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     return;
   }
-  for (uint32_t j = 0; j < it->n; j++)
+  /* Never an address one of mine holds too (a bridge such as docker0 has
+   * the same address on every host: it would never leave this one). */
+  for (uint32_t j = 0; j < it->n; j++) {
+    int mine = 0;
+    for (uint32_t i = 0; i < me->n; i++)
+      mine |= it->ip[j] == me->ip[i];
+    if (mine)
+      continue;
     for (uint32_t i = 0; i < me->n; i++)
       if ((it->ip[j] & me->mask[i]) == (me->ip[i] & me->mask[i])) {
         d->sin_addr.s_addr = it->ip[j];
         return;
       }
+  }
 }
 
 /* Collective: every process's address record; the destinations. */
@@ -192,7 +203,9 @@ static void take_datagrams(ft__pulse_t *p, double t) {
   if (p->udp < 0)
     return;
   beat_msg_t b;
-  for (;;) {
+  /* At most two rounds of every peer's datagrams a call: a flood on the
+   * port cannot keep this process from its own work and heartbeats. */
+  for (int left = 2 * p->size + 8; left > 0; left--) {
     ssize_t n = recv(p->udp, &b, sizeof(b), MSG_DONTWAIT);
     if (n < 0 && errno == EINTR)
       continue;
@@ -226,7 +239,8 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
     rc = share_addrs(p);
   if (rc == FT_ETIMEDOUT)
     return rc; /* nothing is freed: pending collectives own it; exiting */
-  p->heard = ft__calloc((size_t)p->size, sizeof(*p->heard));
+  /* heard[0..size) any sign of life, heard[size..2 size) signs over MPI */
+  p->heard = ft__calloc(2 * (size_t)p->size, sizeof(*p->heard));
   p->sreq = ft__calloc((size_t)p->size, sizeof(*p->sreq));
   if (rc == FT_OK && (!p->heard || !p->sreq))
     rc = FT_ENOMEM;
@@ -235,8 +249,9 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
     return rc;
   }
   double t0 = now();
+  p->heard_mpi = p->heard + p->size;
   for (int i = 0; i < p->size; i++) {
-    p->heard[i] = t0;
+    p->heard[i] = p->heard_mpi[i] = t0;
     p->sreq[i] = MPI_REQUEST_NULL;
   }
   p->sent = t0 - p->period_s; /* the first poll sends */
@@ -309,7 +324,7 @@ int ft__pulse_poll(ft__pulse_t *p) {
    * hold point, long local work) every peer gets one period to be heard
    * again, instead of being failed for our own deafness. */
   if (t - p->polled > p->period_s)
-    for (int i = 0; i < p->size; i++)
+    for (int i = 0; i < 2 * p->size; i++)
       if (p->heard[i] < t - p->period_s)
         p->heard[i] = t - p->period_s;
   p->polled = t;
@@ -322,7 +337,7 @@ int ft__pulse_poll(ft__pulse_t *p) {
     if (!got)
       break;
     if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size)
-      p->heard[st.MPI_SOURCE] = t;
+      p->heard[st.MPI_SOURCE] = p->heard_mpi[st.MPI_SOURCE] = t;
     if (listen_beats(p))
       return FT_EMPI;
   }
@@ -332,16 +347,22 @@ int ft__pulse_poll(ft__pulse_t *p) {
 int ft__pulse_silent(ft__pulse_t *p) {
   if (!p->heard)
     return -1;
-  double t = now();
-  int worst = -1;
-  for (int i = 0; i < p->size; i++)
-    if (i != p->rank && (worst < 0 || p->heard[i] < p->heard[worst]))
-      worst = i;
-  if (worst < 0 || t - p->heard[worst] <= p->timeout_s)
-    return -1;
-  p->silent = worst;
-  p->silent_s = t - p->heard[worst];
-  return worst;
+  double t = now(), mpi_limit = FT_PULSE_MPI_FACTOR * p->timeout_s;
+  for (int i = 0; i < p->size; i++) {
+    if (i == p->rank)
+      continue;
+    /* Silent: nothing at all for the timeout, or datagrams only for
+     * several times it (its MPI path is down: the job's data cannot move,
+     * however alive the peer). */
+    double any = t - p->heard[i], mpi = t - p->heard_mpi[i];
+    if (any > p->timeout_s || mpi > mpi_limit) {
+      p->silent = i;
+      p->silent_mpi = any <= p->timeout_s;
+      p->silent_s = p->silent_mpi ? mpi : any;
+      return i;
+    }
+  }
+  return -1;
 }
 
 static int room_for(ft__pulse_t *p, int n) {
@@ -371,7 +392,7 @@ int ft__pulse_wait(ft__pulse_t *p, int n, MPI_Request *req, const int *peer,
     for (int i = 0; peer && i < out; i++) {
       int r = peer[p->done[i]];
       if (r >= 0 && r < p->size && p->heard)
-        p->heard[r] = t;
+        p->heard[r] = p->heard_mpi[r] = t;
     }
     if (out > 0) /* test again at once: done when nothing is left */
       continue;
@@ -406,6 +427,13 @@ static void *watch_main(void *v) {
     int ms = (int)(p->period_s * 250); /* a quarter period */
     (void)poll(&pf, 1, ms < 1 ? 1 : ms);
     t = now();
+    /* Silence counts only while this thread listens (the process stopped
+     * and continued, the machine paused): each peer gets a period. */
+    if (t - p->polled > p->period_s)
+      for (int i = 0; i < p->size; i++)
+        if (p->heard[i] < t - p->period_s)
+          p->heard[i] = t - p->period_s;
+    p->polled = t;
     take_datagrams(p, t);
     for (int i = 0; i < p->size; i++)
       if (i != p->rank && p->armed[i] && t - p->heard[i] > p->timeout_s) {

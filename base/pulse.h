@@ -23,12 +23,20 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
+/* A peer heard only by datagram, over MPI not at all for this many times
+ * the timeout, has failed too: its MPI path is down, the job's data cannot
+ * move (MPI's heartbeats may queue behind bulk data on a slow link for a
+ * while, not for this long). */
+#define FT_PULSE_MPI_FACTOR 6
+
 typedef struct ft__pulse {
   MPI_Comm comm; /* duplicate of the peers' communicator, same ranks */
   int rank, size;
   double timeout_s; /* a peer silent this long has failed */
   double period_s;  /* heartbeats this often */
-  double *heard;    /* [size] when each peer was last heard from */
+  double *heard;     /* [size] when each peer was last heard from */
+  double *heard_mpi; /* [size] the same, over MPI only (heartbeats, or a
+                        transfer that completed) */
   double sent;      /* when ours last went out */
   double polled;    /* when this process last listened */
   MPI_Request rreq;  /* the heartbeat receive, from any peer */
@@ -50,6 +58,7 @@ typedef struct ft__pulse {
   int *done;           /* room for MPI_Testsome's indices */
   int done_cap;
   int silent;          /* after FT_ETIMEDOUT: the rank that was silent */
+  int silent_mpi;      /* ... over MPI only: its datagrams still came */
   double silent_s;     /* and for how long */
 } ft__pulse_t;
 
@@ -64,8 +73,9 @@ void ft__pulse_free(ft__pulse_t *p);
  * enough to call from any loop; FT_EMPI. */
 int ft__pulse_poll(ft__pulse_t *p);
 
-/* The rank heard from least recently, when it has been silent longer than
- * the timeout, else -1 (sets silent and silent_s). */
+/* A peer that is silent: nothing heard from it for the timeout, or only
+ * datagrams for FT_PULSE_MPI_FACTOR times it; else -1.  Sets silent,
+ * silent_mpi and silent_s. */
 int ft__pulse_silent(ft__pulse_t *p);
 
 /* Complete n requests, polling between tests with naps that grow to

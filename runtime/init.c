@@ -17,6 +17,7 @@
 #include "base/agree.h"
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/pulse.h"
 #include "runtime/ctx.h"
 #include "runtime/smp.h"
 #include "runtime/trainer.h"
@@ -128,6 +129,39 @@ static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
                        FT_PATH_MAX);
 }
 
+/* A process of the job fell silent during ft_init (dead, stopped or
+ * partitioned): the others would wait for it forever in the blocking
+ * agreements below.  Called by the heartbeat thread; never returns. */
+static void init_silent(void *arg, const ft__pulse_t *p, int rank) {
+  const ft_ctx_t *c = arg;
+  FT_LOGE(&c->log,
+          "ft_init: no sign of life from rank %d (%s) for %.0f s "
+          "(FT_TIMEOUT %.0f s): it may be dead, stopped or partitioned",
+          rank, p->host[rank], p->silent_s, p->timeout_s);
+  _exit(1);
+}
+
+/* Every process of the job watches the others while ft_init runs (its
+ * agreements block in MPI): a thread of its own exchanges datagram
+ * heartbeats (base/pulse.h).  Collective. */
+static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
+  int rc = ft__pulse_init(p, MPI_COMM_WORLD, c->cfg.timeout_s);
+  if (rc == FT_ETIMEDOUT) {
+    FT_LOGE(&c->log, "ft_init: not every process came within %.0f s "
+                     "(FT_TIMEOUT): a host may be dead or partitioned",
+            c->cfg.timeout_s);
+    _exit(1);
+  }
+  if (rc == FT_OK)
+    ft__pulse_watch(p, init_silent, c);
+}
+
+static void watch_stop(ft__pulse_t *p) {
+  ft__pulse_unwatch(p);
+  if (p->heard)
+    ft__pulse_free(p);
+}
+
 int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   if (!ctx || !app_comm)
     return FT_EINVAL;
@@ -154,9 +188,14 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   int local = ft__config_load(&c->cfg, ft__config_env, NULL, msg, sizeof(msg));
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
     return log_once_and_destroy(c, rc, local, msg);
+  static ft__pulse_t watch;
+  watch_start(c, &watch);
   local = setup(c, msg, sizeof(msg));
-  if ((rc = ft__agree(MPI_COMM_WORLD, local)))
+  FT_FAULT_POINT(c, "startup");
+  if ((rc = ft__agree(MPI_COMM_WORLD, local))) {
+    watch_stop(&watch);
     return log_once_and_destroy(c, rc, local, msg);
+  }
   /* The SMP prepares the store and the control segment; the trainers attach
    * only after the node's broadcast says it is ready. */
   local = c->is_smp ? ft__smp_start(c, msg, sizeof(msg)) : FT_OK;
@@ -171,7 +210,9 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   MPI_Bcast(&smp_rc, 1, MPI_INT, 0, c->node_comm);
   if (!c->is_smp && smp_rc == FT_OK)
     local = ft__trainer_attach(c);
-  if ((rc = ft__agree(MPI_COMM_WORLD, local)))
+  rc = ft__agree(MPI_COMM_WORLD, local);
+  watch_stop(&watch);
+  if (rc)
     return log_once_and_destroy(c, rc, local, msg);
   if (c->is_smp)
     ft__smp_run(c);

@@ -87,10 +87,18 @@ static void stop(smp_t *s, int rc);
 static int silent_peer(smp_t *s, const char *what) {
   char who[FT_NAME_MAX + 32];
   name_rank(s, s->pulse.silent, who, sizeof(who));
-  ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
-           "%s: no sign of life from %s for %.0f s (FT_TIMEOUT %.0f s); "
-           "it may be dead, stopped or partitioned",
-           what, who, s->pulse.silent_s, s->c->cfg.timeout_s);
+  if (s->pulse.silent_mpi)
+    ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
+             "%s: nothing from %s over MPI for %.0f s (%d x FT_TIMEOUT %.0f "
+             "s), though its heartbeat datagrams arrive: the network MPI "
+             "uses to it may be down",
+             what, who, s->pulse.silent_s, FT_PULSE_MPI_FACTOR,
+             s->c->cfg.timeout_s);
+  else
+    ft__msgf(FT_ETIMEDOUT, s->msg, sizeof(s->msg),
+             "%s: no sign of life from %s for %.0f s (FT_TIMEOUT %.0f s); "
+             "it may be dead, stopped or partitioned",
+             what, who, s->pulse.silent_s, s->c->cfg.timeout_s);
   stop(s, FT_ETIMEDOUT);
   _exit(1);
 }

@@ -15,6 +15,9 @@
 #    its SMP, alive, finds it stopped after FT_TIMEOUT and ends the job
 #    (heartbeats alone would have hidden it: the job would hang); resumed
 #    from step 4 with the fault-free digest.
+#  - world rank 1 stopped with SIGSTOP inside ft_init (FT_FAULT=stop:startup):
+#    the others, blocked in ft_init's agreements, name it after FT_TIMEOUT
+#    and the job ends (before: it hung until killed).
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -73,4 +76,12 @@ expect_rc stopr 0 "a trainer stopped, ft-launch --restarts 1"
 expect_resumed stopr 4 4 "after a stopped trainer"
 expect_digest stopr "after a stopped trainer"
 ok "rank 1's trainer stopped: found by its SMP, resumed from step 4, digest matches"
-echo "PASS: a slow link is no failure; a silent SMP, a stopped trainer are found and named"
+begin "world rank 1 stopped (SIGSTOP) in ft_init, FT_TIMEOUT=5"
+# FT_FAULT=stop:startup@r1: the process stops itself once the configuration
+# is agreed; every other one waits for it in ft_init's agreements, which
+# block in MPI.  Their heartbeat threads find it silent and end the job.
+FT_TIMEOUT=5 FT_FAULT=stop:startup@r1 launch init 4 --job stopped-init --nodes 4 --timeout 5
+[ "$RC" -ne 0 ] || die_with init "a process stopped in ft_init: the job succeeded"
+expect_line init 'ft_init: no sign of life from rank 1 \(h[0-9]\) for [0-9]+ s \(FT_TIMEOUT 5 s\)' "the stopped process named"
+ok "rank 1 stopped in ft_init: named by the others, the job ended (exit $RC) instead of hanging"
+echo "PASS: a slow link is no failure; a silent SMP, a stopped trainer or process in ft_init are found and named"
