@@ -7,7 +7,8 @@
 # ft-restore would wait for s1 forever: ft-launch's watchdog ends ft-restore
 # once s1 has been unreachable for --timeout, the next restart finds s1
 # lost, rebuilds h2's node onto s2, and the job resumes from step 8 with the
-# fault-free digest.
+# fault-free digest.  The same with s1 killed instead of partitioned, and
+# with the partition under ft-launch --hostfile on the cluster's head.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -36,6 +37,23 @@ expect_line again '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)'
 expect_resumed again 8 8 "after a partition during ft-restore"
 expect_digest again "after a partition during ft-restore"
 ok "s1 partitioned during ft-restore: ended by the watchdog, rebuilt onto s2, resumed from step 8, digest matches"
+begin "h2 lost at step 8; the spare being rebuilt killed during ft-restore"
+up crecover 4 --spares 2
+export FT_JOB=kill-restore
+FT_HOLD="step=8;phase=restore" launch_bg killed "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
+HOLD_WHEN=step=8
+chaos killed.first kill-node h2
+HOLD_WHEN=phase=restore
+chaos killed kill-node s1
+finish
+expect_line killed.chaos "ft-restore held on s1" "kill during ft-restore"
+expect_line killed 'replacing them with spare\(s\) s2' "s1 lost: s2 takes the node"
+expect_rc killed 0 "a spare killed during ft-restore, ft-launch --restarts 2 --spares 2"
+expect_line killed '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "the version of step 8 rebuilt onto s2"
+expect_resumed killed 8 8 "after the spare was killed during ft-restore"
+expect_digest killed "after the spare was killed during ft-restore"
+ok "s1 killed during its ft-restore: rebuilt onto s2, resumed from step 8, digest matches"
+
 begin "the same on the hostfile path: ft-restore's heartbeats and the probing watchdog"
 # ft-launch --hostfile, run on the cluster's head, knows nothing of the
 # cluster: ft-restore bounds itself (FT_TIMEOUT of silence from a rank:
