@@ -1312,6 +1312,17 @@ static int safe_ancestors(const char *root, char *msg, size_t msglen) {
       continue;
     snprintf(p, sizeof(p), "%.*s", (int)i, root);
     struct stat st;
+    /* A symbolic link on the way is followed; its owner can point it
+     * elsewhere at any time (even in a sticky directory), so it must be
+     * root or this user. */
+    if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != 0 &&
+        st.st_uid != geteuid())
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "%s (above the store root %s): a symbolic link owned "
+                      "by uid %u, who could point it elsewhere; choose a "
+                      "store root reached through directories and links "
+                      "only root or you own",
+                      p, root, (unsigned)st.st_uid);
     if (stat(p, &st) != 0)
       return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: %s", p,
                       strerror(errno));

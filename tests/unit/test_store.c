@@ -2124,6 +2124,32 @@ START_TEST(store_open_locked) {
 }
 END_TEST
 
+/* A symbolic link above the store root that another user owns is refused
+ * (its owner could point it elsewhere); as root only (lchown). */
+START_TEST(store_foreign_link_above) {
+  if (geteuid() != 0)
+    return;
+  char real[FT_PATH_MAX], link[FT_PATH_MAX], root[FT_PATH_MAX + 16];
+  char msg[512] = "";
+  snprintf(real, sizeof(real), "%s/real", dir);
+  snprintf(link, sizeof(link), "%s/link", dir);
+  snprintf(root, sizeof(root), "%s/store", link);
+  ck_assert_int_eq(mkdir(real, 0755), 0);
+  ck_assert_int_eq(symlink(real, link), 0);
+  ft__dir_t d;
+  ft__dir_init(&d, root);
+  ck_assert_int_eq(ft__store_open_dir(root, root, 1, &d, msg, sizeof(msg)),
+                   FT_OK);
+  ft__dir_close(&d);
+  ck_assert_int_eq(lchown(link, 65534, 65534), 0);
+  ft__dir_init(&d, root);
+  ck_assert_int_eq(ft__store_open_dir(root, root, 1, &d, msg, sizeof(msg)),
+                   FT_ECONFIG);
+  ck_msg_has(msg, "a symbolic link owned by uid 65534");
+  ck_msg_has(msg, link);
+}
+END_TEST
+
 START_TEST(store_dir) {
   char root[FT_PATH_MAX] = "/dev/shm/ftrt", job[FT_JOB_MAX] = "llm.run_2";
   char out[FT_PATH_MAX + 64];
@@ -2308,6 +2334,7 @@ int main(void) {
   tcase_add_test(tc, store_dir);
   tcase_add_test(tc, store_lock);
   tcase_add_test(tc, store_open_locked);
+  tcase_add_test(tc, store_foreign_link_above);
   tcase_add_test(tc, store_root_private);
   tcase_add_test(tc, store_no_follow);
   tcase_add_test(tc, store_dir_swapped);
