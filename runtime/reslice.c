@@ -213,8 +213,8 @@ static int pack_tables(const server_t *sv, int me, uint8_t **out, int *cnt) {
 
 /* The entries of total gathered bytes (each rank packed its own), with
  * their buffer tables left in place. */
-static int unpack_tables(const uint8_t *buf, size_t total, entry_t **all,
-                         int *nall) {
+static int unpack_tables(const uint8_t *buf, size_t total, int nservers,
+                         entry_t **all, int *nall) {
   size_t n = 0;
   for (size_t off = 0; off < total; n++) {
     wire_entry_t w;
@@ -222,6 +222,8 @@ static int unpack_tables(const uint8_t *buf, size_t total, entry_t **all,
       return FT_ECORRUPT;
     memcpy(&w, buf + off, sizeof(w));
     off += sizeof(w);
+    if (w.server < 0 || w.server >= nservers) /* indexes per-server tables */
+      return FT_ECORRUPT;
     if ((total - off) / sizeof(ft__buf_rec_t) < w.nbufs)
       return FT_ECORRUPT;
     off += (size_t)w.nbufs * sizeof(ft__buf_rec_t);
@@ -277,7 +279,7 @@ static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
   if (rc == FT_OK) {
     MPI_Allgatherv(mine, cnt, MPI_BYTE, *blob, counts, displs, MPI_BYTE,
                    c->app_comm);
-    rc = unpack_tables(*blob, total, all, nall);
+    rc = unpack_tables(*blob, total, n, all, nall);
   }
   ft__free(mine);
   ft__free(counts);

@@ -4,6 +4,8 @@
  * in every collective it has room for, so that nobody waits for it. */
 #include "snapshot/groupmeta.h"
 
+#include <limits.h>
+
 #include "base/alloc.h"
 #include "base/error.h"
 #include "ftrt.h"
@@ -60,6 +62,14 @@ int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m,
     displs[i] = (int)total;
     total += (size_t)lens[i];
   }
+  /* Every member sees the same lengths: all refuse a table MPI's int
+   * displacements cannot address, before anyone allocates or sends. */
+  if (arc == FT_OK && total > INT_MAX)
+    arc = ft__msgf(FT_ERANGE, msg, msglen,
+                   "%s/%s: the group's metadata comes to %zu bytes, more "
+                   "than one table can hold (2 GiB): fewer buffers a rank "
+                   "or smaller groups (FT_EC_K, FT_EC_M)",
+                   dir->path, name, total);
   if (arc == FT_OK) {
     all = ft__malloc(total);
     arc = all_ok(gc, all != NULL, wait, arg);

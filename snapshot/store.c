@@ -641,6 +641,8 @@ int ft__meta_encode(const ft__meta_t *m, uint8_t **out, size_t *len) {
   if (!tables_ok(m))
     return FT_EINVAL;
   size_t n = meta_size(m);
+  if (n > FT_META_FILE_MAX) /* no reader would take it: refuse to write */
+    return FT_ERANGE;
   uint8_t *buf = ft__calloc(1, n), *p = buf;
   if (!buf)
     return FT_ENOMEM;
@@ -759,6 +761,12 @@ static int decode_rank(const uint8_t **p, const uint8_t *end, ft__meta_t *m,
       return ft__msgf(FT_ECORRUPT, msg, msglen,
                       "%s: buffer %u of rank %u lies outside its region", path,
                       b, rf.rank);
+    if (br->global_bytes && (br->bytes > br->global_bytes ||
+                             br->global_offset > br->global_bytes - br->bytes))
+      return ft__msgf(FT_ECORRUPT, msg, msglen,
+                      "%s: buffer %u of rank %u is a slice outside its global "
+                      "buffer",
+                      path, b, rf.rank);
   }
   return FT_OK;
 }
@@ -946,8 +954,20 @@ int ft__store_read_file(const ft__dir_t *dir, const char *name, size_t max,
   else if (!(*buf = ft__malloc((size_t)st.st_size + 1)))
     rc = ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory for %lld bytes",
                   path, (long long)st.st_size);
-  else if (read(fd, *buf, (size_t)st.st_size) != st.st_size)
-    rc = ft__msgf(FT_EIO, msg, msglen, "%s: short read", path);
+  else {
+    /* One read(2) returns at most about 2 GiB: read on until the end. */
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+      ssize_t n = read(fd, *buf + got, (size_t)st.st_size - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      got += (size_t)n;
+    }
+    if (got != (size_t)st.st_size)
+      rc = ft__msgf(FT_EIO, msg, msglen, "%s: short read", path);
+  }
   close(fd);
   if (rc) {
     ft__free(*buf);

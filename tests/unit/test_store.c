@@ -1433,6 +1433,24 @@ static ft__meta_t *sample_meta(void) {
   return m;
 }
 
+/* A buffer recorded as a slice reaching past its global buffer is refused
+ * when read (a re-slice would compute its range with a wrap-around). */
+START_TEST(meta_slice_outside_global) {
+  ft__meta_t *m = sample_meta(), *got = calloc(1, sizeof(*got));
+  char msg[512] = "";
+  ft__buf_rec_t *br = &m->ranks[3].bufs[2];
+  br->global_offset = br->global_bytes - br->bytes + 1;
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_ECORRUPT);
+  ck_msg_has(msg, "buffer 2 of rank 11 is a slice outside its global buffer");
+  br->global_offset = UINT64_MAX - 8; /* offset + bytes wraps */
+  ck_assert_int_eq(ft__meta_write(&sdir, m, msg, sizeof(msg)), FT_OK);
+  ck_assert_int_eq(ft__meta_read(&sdir, got, msg, sizeof(msg)), FT_ECORRUPT);
+  ft__meta_free(m);
+  ft__meta_free(got);
+}
+END_TEST
+
 START_TEST(meta_round_trip) {
   ft__meta_t *m = sample_meta(), *got = calloc(1, sizeof(*got));
   char msg[512] = "", path[128], tmp[128];
@@ -2326,6 +2344,7 @@ int main(void) {
   tcase_add_test(tc, state_word_flips);
   tcase_add_test(tc, slot_header_offsets);
   tcase_add_test(tc, slot_header_writers);
+  tcase_add_test(tc, meta_slice_outside_global);
   tcase_add_test(tc, meta_round_trip);
   tcase_add_test(tc, meta_large_tables);
   tcase_add_test(tc, meta_missing);
