@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -93,6 +94,8 @@ int ft__ctl_create(const ft__dir_t *dir, uint32_t nlocal, ft__ctl_t **out,
   c->format = FT_STORE_FORMAT;
   c->nlocal = nlocal;
   c->smp_pid = (uint32_t)getpid();
+  if (getrandom(&c->launch, sizeof(c->launch), 0) != sizeof(c->launch))
+    c->launch = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
   c->prepared_slot = -1;
   if (renameat(dir->fd, "ctl.new", dir->fd, "ctl") != 0) {
     int err = errno;
@@ -167,6 +170,7 @@ typedef struct bufs_hdr {
   uint32_t idx, nbufs;
   uint32_t smp_pid; /* the launch (its control segment is made by it) */
   uint32_t pad;
+  uint64_t launch; /* the control segment's random stamp */
 } bufs_hdr_t;
 
 static void bufs_name(char *out, size_t len, uint32_t idx) {
@@ -185,7 +189,8 @@ int ft__ctl_put_bufs(const ft__ctl_t *ctl, const ft__dir_t *dir, uint32_t idx,
     return ft__msgf(FT_ENOMEM, msg, msglen,
                     "%s/%s: out of memory for %u buffer records", dir->path, name,
                     nbufs);
-  bufs_hdr_t h = {.idx = idx, .nbufs = nbufs, .smp_pid = ctl->smp_pid};
+  bufs_hdr_t h = {.idx = idx, .nbufs = nbufs, .smp_pid = ctl->smp_pid,
+                  .launch = ctl->launch};
   memcpy(h.magic, BUFS_MAGIC, 8);
   memcpy(buf, &h, sizeof(h));
   if (recs)
@@ -212,7 +217,7 @@ static int check_bufs(const ft__ctl_t *ctl, uint32_t idx, const uint8_t *buf,
   memcpy(&crc, buf + len - sizeof(crc), sizeof(crc));
   if (memcmp(h.magic, BUFS_MAGIC, 8) != 0 || h.idx != idx ||
       h.nbufs != r->nbufs || ft__crc64(0, buf, len - sizeof(crc)) != crc ||
-      h.smp_pid != ctl->smp_pid)
+      h.smp_pid != ctl->smp_pid || h.launch != ctl->launch)
     return ft__msgf(FT_ECORRUPT, msg, msglen,
                     "%s: not the buffer table trainer %u published for this "
                     "launch (bad magic, stamp or CRC)",

@@ -76,6 +76,10 @@ typedef struct ft__ctl {
   uint32_t seq; /* futex word */
   uint32_t nlocal;
   uint32_t smp_pid;
+  uint32_t pad_launch;
+  uint64_t launch; /* random, made with the segment: stamps what trainers
+                    * hand over in files (ctl.bufs<i>), which a pid reused
+                    * by a later launch (a container) would not */
   uint32_t node, nnodes;
   uint32_t k, m, group, pos, group_size;
   uint32_t layout_ready;
