@@ -125,6 +125,21 @@ static int adopt_one(ft_ctx_t *c, server_t *sv, const char *name) {
             (unsigned long long)c->ctl->restore_version);
     return FT_ECORRUPT;
   }
+  /* Of this run, and the copy its own metadata describes (store.h): an
+   * adopted store of another run or layout with the same version number
+   * would serve other bytes under the same names. */
+  if (a->meta.run != sv->meta->run ||
+      !ft__meta_describes(&a->meta, a->slot.hdr->layout,
+                          a->slot.hdr->epoch)) {
+    FT_LOGE(&c->log,
+            "ft_restore: %s is not a copy of this run's version %llu that "
+            "its metadata describes (run %016llx, layout %u, epoch %llu); "
+            "run ft-restore again",
+            a->slot.path, (unsigned long long)c->ctl->restore_version,
+            (unsigned long long)a->meta.run, (unsigned)a->slot.hdr->layout,
+            (unsigned long long)a->slot.hdr->epoch);
+    return FT_ECORRUPT;
+  }
   return FT_OK;
 }
 
