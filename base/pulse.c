@@ -263,6 +263,7 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
 }
 
 void ft__pulse_free(ft__pulse_t *p) {
+  ft__pulse_unwatch(p); /* its thread reads what is freed below */
   if (p->rreq != MPI_REQUEST_NULL) {
     MPI_Cancel(&p->rreq);
     MPI_Wait(&p->rreq, MPI_STATUS_IGNORE);
@@ -316,18 +317,24 @@ static int send_beats(ft__pulse_t *p, double t) {
   return FT_OK;
 }
 
+/* Silence counts only while we listen: after a pause of ours (held at a
+ * hold point, long local work, the process stopped and continued, the
+ * machine paused) every peer gets one period to be heard again, instead of
+ * being failed for our own deafness.  n: the entries of heard to forgive
+ * (both tables, or the first only where MPI is not listened to). */
+static void listening(ft__pulse_t *p, double t, int n) {
+  if (t - p->polled > p->period_s)
+    for (int i = 0; i < n; i++)
+      if (p->heard[i] < t - p->period_s)
+        p->heard[i] = t - p->period_s;
+  p->polled = t;
+}
+
 int ft__pulse_poll(ft__pulse_t *p) {
   if (!p->heard)
     return FT_OK;
   double t = now();
-  /* Silence counts only while we listen: after a pause of ours (held at a
-   * hold point, long local work) every peer gets one period to be heard
-   * again, instead of being failed for our own deafness. */
-  if (t - p->polled > p->period_s)
-    for (int i = 0; i < 2 * p->size; i++)
-      if (p->heard[i] < t - p->period_s)
-        p->heard[i] = t - p->period_s;
-  p->polled = t;
+  listening(p, t, 2 * p->size);
   take_datagrams(p, t);
   for (;;) {
     int got = 0;
@@ -427,13 +434,7 @@ static void *watch_main(void *v) {
     int ms = (int)(p->period_s * 250); /* a quarter period */
     (void)poll(&pf, 1, ms < 1 ? 1 : ms);
     t = now();
-    /* Silence counts only while this thread listens (the process stopped
-     * and continued, the machine paused): each peer gets a period. */
-    if (t - p->polled > p->period_s)
-      for (int i = 0; i < p->size; i++)
-        if (p->heard[i] < t - p->period_s)
-          p->heard[i] = t - p->period_s;
-    p->polled = t;
+    listening(p, t, p->size); /* datagrams only: no MPI here */
     take_datagrams(p, t);
     for (int i = 0; i < p->size; i++)
       if (i != p->rank && p->armed[i] && t - p->heard[i] > p->timeout_s) {

@@ -66,7 +66,8 @@ typedef struct ft__pulse {
  * made with MPI_Comm_idup and waited for at most timeout_s (FT_ETIMEDOUT:
  * a peer never came).  FT_ENOMEM, FT_EMPI. */
 int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s);
-/* Stop listening and free (local; pending heartbeats are dropped). */
+/* Stop listening (and the watch thread) and free (local; pending
+ * heartbeats are dropped). */
 void ft__pulse_free(ft__pulse_t *p);
 
 /* Take the heartbeats that arrived, send ours when one is due.  Cheap
@@ -95,8 +96,9 @@ int ft__pulse_wait(ft__pulse_t *p, int n, MPI_Request *req, const int *peer,
  * that was heard from by datagram at least once has been silent for the
  * timeout.  A peer never heard from by datagram (UDP blocked) is never
  * judged: then nothing is bounded, as without heartbeats.  Use the pulse
- * no other way while the thread runs; ft__pulse_unwatch stops it (before
- * MPI_Finalize: a peer that has finished is silent).  FT_OK, or FT_EIO
+ * no other way while the thread runs; ft__pulse_unwatch (or
+ * ft__pulse_free) stops it (before MPI_Finalize: a peer that has finished
+ * is silent).  FT_OK, or FT_EIO
  * when the thread cannot start (then nothing is watched). */
 int ft__pulse_watch(ft__pulse_t *p,
                     void (*on_silent)(void *arg, const ft__pulse_t *p, int rank),

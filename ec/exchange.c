@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "base/alloc.h"
-#include "base/error.h"
 #include "ec/codec.h"
 #include "ec/crc.h"
 #include "ftrt.h"
@@ -97,52 +96,15 @@ static int post(run_t *r, window_t *w, size_t q) {
   return FT_OK;
 }
 
-/* FT_ETIMEDOUT, with the first position that sent nothing in msg. */
-static int name_missing(run_t *r, window_t *w, char *msg, size_t msglen) {
-  ft__exchange_t *x = r->x;
-  for (int j = 0; j < x->m; j++)
-    for (int d = 0; d < r->k; d++) {
-      int flag = 0;
-      MPI_Request *q = &w->req[j * r->k + d];
-      if (*q != MPI_REQUEST_NULL)
-        MPI_Test(q, &flag, MPI_STATUS_IGNORE);
-      if (!flag && *q != MPI_REQUEST_NULL) {
-        int p = mod(mod(x->pos - j, x->n) + x->m + d, x->n);
-        return ft__msgf(FT_ETIMEDOUT, msg, msglen,
-                        "encode: no data from group position %d (node %d) "
-                        "after %.0f s (FT_TIMEOUT)",
-                        p, x->members[p], x->timeout_s);
-      }
-    }
-  return ft__msgf(FT_ETIMEDOUT, msg, msglen,
-                  "encode: a send did not complete in %.0f s", x->timeout_s);
-}
-
-/* Wait for every request of w without spinning a core. */
-static int wait_window(run_t *r, window_t *w, char *msg, size_t msglen) {
-  int total = 2 * r->k * r->x->m, done = 0;
-  double start = now(), nap = 10e-6;
-  if (r->x->pulse) { /* short naps: a piece of 1 MiB lands in ~1 ms */
-    int rc = ft__pulse_wait(r->x->pulse, total, w->req, w->peer, 200e-6);
-    if (rc == FT_ETIMEDOUT)
-      return name_missing(r, w, msg, msglen);
-    r->x->t_transfer += now() - start;
-    return rc;
-  }
-  while (!done) {
-    if (MPI_Testall(total, w->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      return FT_EMPI;
-    if (done)
-      break;
-    if (now() - start > r->x->timeout_s)
-      return name_missing(r, w, msg, msglen);
-    struct timespec ts = {0, (long)(nap * 1e9)};
-    nanosleep(&ts, NULL);
-    if (nap < 200e-6) /* short naps: a piece of 1 MiB lands in ~1 ms */
-      nap *= 2;
-  }
+/* Wait for every request of w without spinning a core, as long as no peer
+ * falls silent (base/pulse.h; short naps: a piece of 1 MiB lands in ~1 ms).
+ * FT_ETIMEDOUT: the pulse's silent field says which peer. */
+static int wait_window(run_t *r, window_t *w) {
+  double start = now();
+  int rc = ft__pulse_wait(r->x->pulse, 2 * r->k * r->x->m, w->req, w->peer,
+                          200e-6);
   r->x->t_transfer += now() - start;
-  return FT_OK;
+  return rc;
 }
 
 static void encode_window(run_t *r, window_t *w) {
@@ -159,10 +121,10 @@ static void encode_window(run_t *r, window_t *w) {
   w->active = 0;
 }
 
-static int finish(run_t *r, window_t *w, char *msg, size_t msglen) {
+static int finish(run_t *r, window_t *w) {
   if (!w->active)
     return FT_OK;
-  int rc = wait_window(r, w, msg, msglen);
+  int rc = wait_window(r, w);
   if (rc == FT_OK)
     encode_window(r, w);
   return rc;
@@ -191,7 +153,7 @@ static void free_run(run_t *r) {
   ft__codec_destroy(r->codec);
 }
 
-static int pipeline(run_t *r, char *msg, size_t msglen) {
+static int pipeline(run_t *r) {
   ft__exchange_t *x = r->x;
   size_t npieces = (x->chunk_bytes + x->piece_bytes - 1) / x->piece_bytes;
   int rc = FT_OK;
@@ -199,19 +161,19 @@ static int pipeline(run_t *r, char *msg, size_t msglen) {
     window_t *w = &r->w[q % 2];
     if (q == npieces / 2 && x->midway)
       x->midway(x->midway_arg);
-    rc = finish(r, w, msg, msglen); /* piece q-2 */
+    rc = finish(r, w); /* piece q-2 */
     if (rc == FT_OK)
       rc = post(r, w, q);
     if (rc == FT_OK && q > 0)
-      rc = finish(r, &r->w[(q - 1) % 2], msg, msglen);
+      rc = finish(r, &r->w[(q - 1) % 2]);
   }
   for (int i = 0; i < 2 && rc == FT_OK; i++)
-    rc = finish(r, &r->w[i], msg, msglen);
+    rc = finish(r, &r->w[i]);
   return rc;
 }
 
-int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
-  if (!x || x->n < 1 || x->m < 0 || x->m >= x->n || x->pos < 0 ||
+int ft__exchange_encode(ft__exchange_t *x) {
+  if (!x || !x->pulse || x->n < 1 || x->m < 0 || x->m >= x->n || x->pos < 0 ||
       x->pos >= x->n || x->piece_bytes == 0 || x->piece_bytes > (1u << 30))
     return FT_EINVAL;
   x->t_transfer = x->t_encode = x->t_crc = 0;
@@ -229,7 +191,7 @@ int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen) {
   int rc = ft__codec_create(r.k, x->m, &r.codec);
   if (rc == FT_OK)
     rc = alloc_windows(&r);
-  if (rc == FT_OK && (rc = pipeline(&r, msg, msglen)) != FT_OK) {
+  if (rc == FT_OK && (rc = pipeline(&r)) != FT_OK) {
     /* Receives may still be posted into the windows: keep them (the SMP
      * stops on any encode error) rather than free live buffers. */
     ft__codec_destroy(r.codec);

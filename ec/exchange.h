@@ -28,9 +28,8 @@ typedef struct ft__exchange {
   uint8_t *parity;     /* m contiguous chunks, overwritten */
   uint64_t *data_crc;  /* NULL, or k CRC64s of the data chunks, computed on
                           the way out (no separate pass over the data) */
-  double timeout_s;     /* without pulse: a window may take this long */
-  ft__pulse_t *pulse;   /* NULL, or heartbeats: a window may take as long
-                           as it needs while no peer falls silent */
+  ft__pulse_t *pulse;  /* heartbeats: a window may take as long as it
+                          needs while no peer falls silent */
   void (*midway)(void *arg); /* optional: called halfway (fault injection) */
   void *midway_arg;
   /* results */
@@ -39,10 +38,8 @@ typedef struct ft__exchange {
   uint64_t bytes_sent, bytes_recv;
 } ft__exchange_t;
 
-/* FT_ETIMEDOUT (msg names the first group position that did not send;
- * with a pulse, its silent field says which peer fell silent),
- * FT_EMPI, FT_ENOMEM, FT_EINVAL.  msg may be NULL; it is written only for
- * FT_ETIMEDOUT. */
-int ft__exchange_encode(ft__exchange_t *x, char *msg, size_t msglen);
+/* FT_ETIMEDOUT (a peer fell silent: the pulse's silent field says which),
+ * FT_EMPI, FT_ENOMEM, FT_EINVAL. */
+int ft__exchange_encode(ft__exchange_t *x);
 
 #endif

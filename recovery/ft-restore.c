@@ -202,8 +202,7 @@ int main(int argc, char **argv) {
   }
   ft__dir_close(&r.dir);
   /* Before MPI_Finalize: a rank that has finished falls silent. */
-  ft__pulse_unwatch(&pulse);
-  if (pulse.heard)
+  if (pulse.heard) /* its thread and all (pulse.h) */
     ft__pulse_free(&pulse);
   MPI_Finalize();
   return exit_code(rc);

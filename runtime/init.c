@@ -157,8 +157,7 @@ static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
 }
 
 static void watch_stop(ft__pulse_t *p) {
-  ft__pulse_unwatch(p);
-  if (p->heard)
+  if (p->heard) /* started (ft__pulse_free ends the thread too) */
     ft__pulse_free(p);
 }
 

@@ -452,6 +452,8 @@ static uint64_t note_seen(const smp_t *s) {
   return n;
 }
 
+static int beat_between(void *pulse) { return ft__pulse_poll(pulse); }
+
 static int open_store(smp_t *s) {
   ft_ctx_t *c = s->c;
   int rc = ft__store_open_dir(c->cfg.store_root, c->dir.path, 1, &c->dir,
@@ -459,23 +461,12 @@ static int open_store(smp_t *s) {
   /* Before anything in the store is read: a second launch of the job on
    * this node would otherwise share the first one's slots. */
   /* Half of FT_TIMEOUT (a previous launch's SMP may still be exiting),
-   * in short tries with heartbeats between them: the other SMPs hear this
-   * one while it waits. */
-  double until = ft__now() + c->cfg.timeout_s / 2;
-  while (rc == FT_OK) {
-    double left = until - ft__now();
-    rc = ft__store_lock(&c->dir, left < 0.2 ? (left > 0 ? left : 0) : 0.2,
-                        &s->lock_fd, s->msg, sizeof(s->msg));
-    if (rc != FT_EINUSE || ft__now() >= until)
-      break;
-    rc = ft__pulse_poll(&s->pulse);
-  }
-  if (rc == FT_EINUSE) /* the message names the wait's full length */
-    ft__msgf(rc, s->msg, sizeof(s->msg),
-             "%s: another launch of this job holds the store on this node, "
-             "or an ft-restore of it does (waited %.0f s); let it end first: "
-             "two processes of one job never share a store",
-             c->dir.path, c->cfg.timeout_s / 2);
+   * with heartbeats between the tries: the other SMPs hear this one while
+   * it waits. */
+  if (rc == FT_OK)
+    rc = ft__store_lock_while(&c->dir, c->cfg.timeout_s / 2, &s->lock_fd,
+                              beat_between, &s->pulse, s->msg,
+                              sizeof(s->msg));
   /* FT_FRESH=1: nothing of the store is read; start_over removes it once
    * every node agreed to (whatever format it was written in). */
   if (c->cfg.fresh)
@@ -1084,13 +1075,12 @@ static int encode(smp_t *s, ft__slot_t *sl, ft__ctl_stats_t *st) {
       .data = ft__slot_chunk(sl, 0),
       .parity = ft__slot_chunk(sl, sl->hdr->k),
       .data_crc = data_crc,
-      .timeout_s = s->c->cfg.timeout_s,
       .pulse = &s->pulse,
       .midway = encode_midway,
       .midway_arg = s,
   };
-  int rc = ft__exchange_encode(&x, s->msg, sizeof(s->msg));
-  if (rc == FT_ETIMEDOUT && s->pulse.silent >= 0)
+  int rc = ft__exchange_encode(&x);
+  if (rc == FT_ETIMEDOUT)
     rc = silent_peer(s, "encode");
   if (rc == FT_OK)
     ft__slot_set_data_crcs(sl, data_crc);

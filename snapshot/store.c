@@ -1110,6 +1110,12 @@ int ft__store_open_locked(const char *root, ft__dir_t *d, char *msg,
 
 int ft__store_lock(const ft__dir_t *dir, double wait_s, int *fd, char *msg,
                    size_t msglen) {
+  return ft__store_lock_while(dir, wait_s, fd, NULL, NULL, msg, msglen);
+}
+
+int ft__store_lock_while(const ft__dir_t *dir, double wait_s, int *fd,
+                         int (*between)(void *arg), void *arg, char *msg,
+                         size_t msglen) {
   /* A descriptor of its own (flock locks belong to an open file
    * description): closing it gives the lock up, dir->fd stays. */
   *fd = ft__store_openat(dir, ".", O_RDONLY | O_DIRECTORY, 0);
@@ -1143,6 +1149,12 @@ int ft__store_lock(const ft__dir_t *dir, double wait_s, int *fd, char *msg,
                       dir->path, wait_s);
     }
     nanosleep(&nap, NULL);
+    int brc = between ? between(arg) : FT_OK;
+    if (brc) {
+      close(*fd);
+      *fd = -1;
+      return brc;
+    }
   }
 }
 

@@ -476,6 +476,12 @@ int ft__write_all(int fd, const uint8_t *p, size_t n);
  */
 int ft__store_lock(const ft__dir_t *dir, double wait_s, int *fd, char *msg,
                    size_t msglen);
+/* The same, calling between(arg) after every try that found the lock held
+ * (a process that must show signs of life while it waits: the SMP's
+ * heartbeats); a status other than FT_OK from it ends the wait with it. */
+int ft__store_lock_while(const ft__dir_t *dir, double wait_s, int *fd,
+                         int (*between)(void *arg), void *arg, char *msg,
+                         size_t msglen);
 
 /* Is slot idx of dir blank: absent, shorter than its magic, or with an
  * all-zero magic (what a crash leaves while ft__slot_create resizes it)?

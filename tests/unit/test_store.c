@@ -2098,8 +2098,15 @@ START_TEST(store_no_follow) {
 }
 END_TEST
 
+static int calls_between;
+static int count_between(void *rc) {
+  calls_between++;
+  return *(int *)rc;
+}
+
 /* One launch per job: a second lock on the store is refused after its wait
- * with FT_EINUSE and a message; the lock ends with its descriptor. */
+ * with FT_EINUSE and a message; the lock ends with its descriptor.  A
+ * waiter's hook runs between its tries, and its failure ends the wait. */
 START_TEST(store_lock) {
   char msg[512] = "", none[300];
   int a, b;
@@ -2111,6 +2118,19 @@ START_TEST(store_lock) {
   ck_msg_has(msg, dir);
   ck_msg_has(msg, "another launch of this job");
   ck_assert_int_eq(ft__store_lock(&sdir, 0, &b, NULL, 0), FT_EINUSE);
+  int hook_rc = FT_OK;
+  ck_assert_int_eq(ft__store_lock_while(&sdir, 0.1, &b, count_between,
+                                        &hook_rc, msg, sizeof(msg)),
+                   FT_EINUSE);
+  ck_assert_int_ge(calls_between, 1);
+  ck_msg_has(msg, "another launch of this job");
+  hook_rc = FT_EMPI;
+  calls_between = 0;
+  ck_assert_int_eq(ft__store_lock_while(&sdir, 60, &b, count_between,
+                                        &hook_rc, msg, sizeof(msg)),
+                   FT_EMPI);
+  ck_assert_int_eq(calls_between, 1);
+  ck_assert_int_eq(b, -1);
   close(a);
   ck_assert_int_eq(ft__store_lock(&sdir, 0, &b, msg, sizeof(msg)), FT_OK);
   close(b);
