@@ -14,13 +14,7 @@
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
-[ -x "$BLD/ft-python" ] || fail "$BLD/ft-python is not built"
-"$BLD/ft-python" -c 'import torch, mpi4py, numpy' 2>/dev/null ||
-  skip "$(sed -n 's/^exec "\(.*\)".*/\1/p' "$BLD/ft-python") cannot import torch, mpi4py and numpy (scripts/install-deps)"
-# The package from the source tree, over the library of this build.
-export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
-export FTRT_LIBRARY=$BLD/.libs/libftrt.so.0
-TRAIN_PROGRAM=(python3 "$SRC/examples/python/train_gpt.py")
+need_python
 STEPS=24 EVERY=4
 TRAIN_ARGS=(--snapshot-every "$EVERY" --digest-at 12)
 up cpy 4 --spares 1

@@ -19,39 +19,37 @@ begin "fault-free reference: 4 hosts, 3+1, $STEPS steps"
 reference ref "$STEPS" --nodes 4
 ok "fault-free digest $REF"
 
+# spare_lost LOG ACTION WHAT: under --cluster --restarts 2 --spares 2, h2
+# killed at step 8, then ACTION (an ft-chaos action) on the spare s1 while
+# its ft-restore holds in the middle of the rebuild.  One FT_HOLD, two
+# points: the job holds at step 8, the first ft-restore mid-rebuild.  s2
+# takes the node; the job resumes from step 8 with the fault-free digest.
+spare_lost() {
+  local log=$1 action=$2 what=$3
+  FT_HOLD="step=8;phase=restore" launch_bg "$log" "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
+  HOLD_WHEN=step=8
+  chaos "$log.first" kill-node h2
+  HOLD_WHEN=phase=restore
+  chaos "$log" "$action" s1
+  finish
+  expect_line "$log.chaos" "ft-restore held on s1" "$what"
+  expect_line "$log" 'replacing them with spare\(s\) s2' "$what: s2 takes the node"
+  expect_rc "$log" 0 "$what, ft-launch --restarts 2 --spares 2"
+  expect_line "$log" '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "$what: the version of step 8 rebuilt onto s2"
+  expect_resumed "$log" 8 8 "$what"
+  expect_digest "$log" "$what"
+}
+
 begin "h2 lost at step 8; the spare being rebuilt partitioned during ft-restore"
 export FT_JOB=partition-restore
-# One FT_HOLD, two points: the job holds at step 8 (where h2 is killed),
-# the first ft-restore of --restarts in the middle of its rebuild.
-FT_HOLD="step=8;phase=restore" launch_bg again "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
-HOLD_WHEN=step=8
-chaos again.first kill-node h2
-HOLD_WHEN=phase=restore
-chaos again partition s1
-finish
-expect_line again.chaos "ft-restore held on s1" "partition during ft-restore"
+spare_lost again partition "s1 partitioned during ft-restore"
 expect_line again '^ft-launch: host s1 unreachable for [0-9]+ s \(timeout 10 s\): ending the job$' "the watchdog ended the hung ft-restore"
-expect_line again 'replacing them with spare\(s\) s2' "s1 lost: s2 takes the node"
-expect_rc again 0 "a spare partitioned during ft-restore, ft-launch --restarts 2 --spares 2"
-expect_line again '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "the version of step 8 rebuilt onto s2"
-expect_resumed again 8 8 "after a partition during ft-restore"
-expect_digest again "after a partition during ft-restore"
 ok "s1 partitioned during ft-restore: ended by the watchdog, rebuilt onto s2, resumed from step 8, digest matches"
+
 begin "h2 lost at step 8; the spare being rebuilt killed during ft-restore"
 up crecover 4 --spares 2
 export FT_JOB=kill-restore
-FT_HOLD="step=8;phase=restore" launch_bg killed "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
-HOLD_WHEN=step=8
-chaos killed.first kill-node h2
-HOLD_WHEN=phase=restore
-chaos killed kill-node s1
-finish
-expect_line killed.chaos "ft-restore held on s1" "kill during ft-restore"
-expect_line killed 'replacing them with spare\(s\) s2' "s1 lost: s2 takes the node"
-expect_rc killed 0 "a spare killed during ft-restore, ft-launch --restarts 2 --spares 2"
-expect_line killed '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "the version of step 8 rebuilt onto s2"
-expect_resumed killed 8 8 "after the spare was killed during ft-restore"
-expect_digest killed "after the spare was killed during ft-restore"
+spare_lost killed kill-node "s1 killed during ft-restore"
 ok "s1 killed during its ft-restore: rebuilt onto s2, resumed from step 8, digest matches"
 
 begin "the same on the hostfile path: ft-restore's heartbeats and the probing watchdog"

@@ -49,6 +49,18 @@ need_cluster() {
   done
 }
 
+# need_python: the PyTorch example's tests run train_gpt.py with ft-python
+# (skip, 77, where it lacks torch, mpi4py or numpy), the package from the
+# source tree over the library of this build.
+need_python() {
+  [ -x "$BLD/ft-python" ] || fail "$BLD/ft-python is not built"
+  "$BLD/ft-python" -c 'import torch, mpi4py, numpy' 2>/dev/null ||
+    skip "$(sed -n 's/^exec "\(.*\)".*/\1/p' "$BLD/ft-python") cannot import torch, mpi4py and numpy (scripts/install-deps)"
+  export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
+  export FTRT_LIBRARY=$BLD/.libs/libftrt.so.0
+  TRAIN_PROGRAM=(python3 "$SRC/examples/python/train_gpt.py")
+}
+
 cleanup() {
   local p
   for p in ${BG_PIDS[@]+"${BG_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null; done
