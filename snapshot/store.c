@@ -1183,11 +1183,8 @@ int ft__store_clear(const ft__dir_t *dir, char *msg, size_t msglen) {
   return ft__store_remove_adopted(dir, msg, msglen);
 }
 
-/* Remove every entry of the adopted store sub (files only: what ftrt
- * writes there, temporary files of a write cut short included), then sub.
- * A link or file named like one is removed, never followed. */
-static int remove_adopted_dir(int dfd, const char *name, const char *sub,
-                              char *msg, size_t msglen) {
+int ft__store_remove_dir(int dfd, const char *name, const char *sub,
+                         char *msg, size_t msglen) {
   int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
     return unlinkat(dfd, name, 0) == 0 || errno == ENOENT
@@ -1242,7 +1239,7 @@ int ft__store_remove_adopted(const ft__dir_t *dir, char *msg,
       continue;
     snprintf(sub, sizeof(sub), "%s/%s", dir->path, e->d_name);
     int drc =
-        remove_adopted_dir(dirfd(d), e->d_name, sub, rc ? NULL : msg, msglen);
+        ft__store_remove_dir(dirfd(d), e->d_name, sub, rc ? NULL : msg, msglen);
     rc = rc ? rc : drc;
   }
   closedir(d);

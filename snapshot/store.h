@@ -495,6 +495,14 @@ int ft__slot_blank(const ft__dir_t *dir, int idx);
  * NULL). */
 int ft__store_clear(const ft__dir_t *dir, char *msg, size_t msglen);
 
+/* Remove every entry of the directory name in the directory dfd (files
+ * only: what ftrt writes there, temporary files of a write cut short
+ * included), then the directory; sub names it in msg.  A link or a file in
+ * its place is removed, never followed.  None there is no error.  msg may
+ * be NULL. */
+int ft__store_remove_dir(int dfd, const char *name, const char *sub,
+                         char *msg, size_t msglen);
+
 /* Remove every adopt<N>/ store under dir (what ft-restore --mode shrink
  * left for a re-slice).  The first failure, with msg (may be NULL); what
  * could be removed is removed. */

@@ -5,8 +5,9 @@
 #   base -> (nothing of ftrt but include/ftrt.h)
 #   ec, cuda -> base
 #   snapshot -> ec, base
-#   runtime -> snapshot, ec, cuda, base
-#   recovery -> snapshot, ec, base (recovery/ft-restore.c, the tool's main,
+#   persist -> snapshot, ec, base
+#   runtime -> persist, snapshot, ec, cuda, base
+#   recovery -> persist, snapshot, ec, base (recovery/ft-restore.c, the tool's main,
 #               also reads runtime/config.h)
 #   tools (scripts, bench, examples, tests) -> anything
 set -u
@@ -14,12 +15,12 @@ SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$SRC" || exit 1
 rank() {
   case $1 in
-    base) echo 0 ;; ec|cuda) echo 1 ;; snapshot) echo 2 ;;
-    runtime|recovery) echo 3 ;; *) echo 9 ;;
+    base) echo 0 ;; ec|cuda) echo 1 ;; snapshot) echo 2 ;; persist) echo 3 ;;
+    runtime|recovery) echo 4 ;; *) echo 9 ;;
   esac
 }
 bad=0 edges=
-for f in base/*.[ch] ec/*.[ch] cuda/*.[ch] snapshot/*.[ch] runtime/*.[ch] recovery/*.[ch]; do
+for f in base/*.[ch] ec/*.[ch] cuda/*.[ch] snapshot/*.[ch] persist/*.[ch] runtime/*.[ch] recovery/*.[ch]; do
   from=${f%%/*}
   for inc in $(sed -n 's/^#include "\([a-z]*\/[^"]*\)\.h"/\1/p' "$f"); do
     to=${inc%%/*}
