@@ -545,28 +545,37 @@ static int newer_first(const void *a, const void *b) {
   return x->version > y->version ? -1 : x->version < y->version;
 }
 
-/* The MANIFEST of version directory name, into v: 0, or -1. */
-static int read_version(const ft__dir_t *jobdir, const char *name,
-                        ft__pversion_t *v) {
+int ft__persist_read_version(const ft__dir_t *jobdir, const char *name,
+                             ft__pversion_t *v, char *msg, size_t msglen) {
   ft__dir_t vd;
-  if (ft__dir_sub(jobdir, name, 0, &vd, NULL, 0) != FT_OK)
-    return -1;
+  uint64_t ver, ep;
+  ft__pversion_clear(v);
+  if (ft__persist_parse_dirname(name, &ver, &ep) != 0)
+    return ft__msgf(FT_EINVAL, msg, msglen,
+                    "%s/%s: not a version directory's name", jobdir->path,
+                    name);
+  int rc = ft__dir_sub(jobdir, name, 0, &vd, msg, msglen);
+  char path[sizeof(vd.path) + 16];
+  snprintf(path, sizeof(path), "%s/%s", vd.path, FT_PERSIST_MANIFEST);
   uint8_t *buf = NULL;
   size_t len = 0;
-  int rc = read_named(&vd, FT_PERSIST_MANIFEST, &buf, &len, NULL, 0);
   if (rc == FT_OK)
-    rc = ft__pversion_decode(buf, len, v, name, NULL, 0);
-  uint64_t ver, ep;
-  ft__persist_parse_dirname(name, &ver, &ep);
-  if (rc == FT_OK && (v->version != ver || v->epoch != ep))
-    rc = FT_ECORRUPT; /* a MANIFEST that is not this directory's */
+    rc = read_named(&vd, FT_PERSIST_MANIFEST, &buf, &len, msg, msglen);
+  if (rc == FT_OK)
+    rc = ft__pversion_decode(buf, len, v, path, msg, msglen);
+  if (rc == FT_OK && (v->version != ver || v->epoch != ep)) {
+    ft__pversion_clear(v);
+    rc = ft__msgf(FT_ECORRUPT, msg, msglen,
+                  "%s: describes version %llu of epoch %llu, not this "
+                  "directory's",
+                  path, (unsigned long long)v->version,
+                  (unsigned long long)v->epoch);
+  }
   if (rc == FT_OK)
     snprintf(v->name, sizeof(v->name), "%s", name);
-  else
-    ft__pversion_clear(v);
   ft__free(buf);
   ft__dir_close(&vd);
-  return rc == FT_OK ? 0 : -1;
+  return rc;
 }
 
 void ft__persist_list_free(ft__pversion_t *v, int n) {
@@ -615,7 +624,8 @@ int ft__persist_list(const ft__dir_t *jobdir, ft__pversion_t **out, int *n,
       *out = g;
     }
     memset(&(*out)[*n], 0, sizeof(**out));
-    if (read_version(jobdir, e->d_name, &(*out)[*n]) == 0)
+    if (ft__persist_read_version(jobdir, e->d_name, &(*out)[*n], NULL, 0) ==
+        FT_OK)
       (*n)++;
   }
   closedir(d);

@@ -161,6 +161,11 @@ int ft__persist_list(const ft__dir_t *jobdir, ft__pversion_t **out, int *n,
                      uint64_t *highest, char *msg, size_t msglen);
 void ft__persist_list_free(ft__pversion_t *v, int n);
 
+/* The MANIFEST of version directory name (v<V>.e<E>) of jobdir, checked,
+ * into v (cleared first; holding nothing on failure).  msg may be NULL. */
+int ft__persist_read_version(const ft__dir_t *jobdir, const char *name,
+                             ft__pversion_t *v, char *msg, size_t msglen);
+
 /* Node manifest N of version v, checked against the CRC its MANIFEST
  * gives.  msg may be NULL. */
 int ft__persist_read_node(const ft__dir_t *jobdir, const ft__pversion_t *v,

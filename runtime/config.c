@@ -40,6 +40,8 @@ void ft__config_defaults(ft__config_t *cfg) {
   cfg->timeout_s = FT__DEFAULT_TIMEOUT_S;
   cfg->piece_bytes = FT__DEFAULT_PIECE;
   cfg->default_memory = FT_MEM_HOST;
+  cfg->persist_every = 10;
+  cfg->persist_keep = 2;
 }
 
 const char *ft__config_env(const char *name, void *arg) {
@@ -315,6 +317,29 @@ static int load_launch(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   return FT_OK;
 }
 
+static int load_persist(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+                        char *msg, size_t msglen) {
+  int rc;
+  const char *v = get("FT_PERSIST_DIR", arg);
+  if (v && *v) {
+    if (v[0] != '/' || strlen(v) >= sizeof(cfg->persist_dir) - FT_JOB_MAX)
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_PERSIST_DIR=%s: must be an absolute path shorter "
+                      "than %zu characters, on a file system every host of "
+                      "the job sees",
+                      v, sizeof(cfg->persist_dir) - FT_JOB_MAX);
+    snprintf(cfg->persist_dir, sizeof(cfg->persist_dir), "%s", v);
+  }
+  if ((v = get("FT_PERSIST_EVERY", arg)) &&
+      (rc = parse_int("FT_PERSIST_EVERY", v, 1, 1000000, &cfg->persist_every,
+                      msg, msglen)))
+    return rc;
+  if ((v = get("FT_PERSIST_KEEP", arg)))
+    return parse_int("FT_PERSIST_KEEP", v, 1, 1000000, &cfg->persist_keep,
+                     msg, msglen);
+  return FT_OK;
+}
+
 int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
                     size_t msglen) {
   int rc;
@@ -325,7 +350,8 @@ int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
       (rc = load_ec(cfg, get, arg, msg, msglen)) ||
       (rc = load_modes(cfg, get, arg, msg, msglen)) ||
       (rc = load_numbers(cfg, get, arg, msg, msglen)) ||
-      (rc = load_launch(cfg, get, arg, msg, msglen))) {
+      (rc = load_launch(cfg, get, arg, msg, msglen)) ||
+      (rc = load_persist(cfg, get, arg, msg, msglen))) {
     ft__config_defaults(cfg);
     return rc;
   }

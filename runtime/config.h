@@ -46,6 +46,10 @@ typedef struct ft__config {
   int fresh; /* FT_FRESH=1: start over, discarding what the store holds */
   int allow_rollback; /* FT_ALLOW_ROLLBACK=1: resume from an older version
                        * than a committed one no node set holds whole */
+  /* The disk tier (persist/persist.h): FT_PERSIST_DIR, "" = none; flush
+   * every FT_PERSIST_EVERY-th committed version; keep FT_PERSIST_KEEP. */
+  char persist_dir[FT_PATH_MAX];
+  int persist_every, persist_keep;
 } ft__config_t;
 
 /* Returns the value of a variable or NULL when unset; the string stays

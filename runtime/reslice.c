@@ -64,24 +64,11 @@ typedef struct wire_entry {
   uint32_t pad;
 } wire_entry_t;
 
-/* An old rank and who serves it; rec.bufs points into the gathered bytes. */
-typedef struct entry {
-  ft__rank_rec_t rec;
-  int server;
-} entry_t;
-
-typedef struct request {
-  uint32_t old_rank;
-  uint64_t src_off; /* inside the old rank's region */
-  uint64_t len;
-} request_t;
-
-typedef struct want {
-  request_t q;
-  int server;
-  int reg;
-  uint64_t dst_off;
-} want_t;
+/* reslice.h: an old rank and who serves it (rec.bufs points into the
+ * gathered bytes), a request for a piece of it, and a planned piece. */
+typedef ft__reslice_entry_t entry_t;
+typedef ft__reslice_request_t request_t;
+typedef ft__reslice_want_t want_t;
 
 static void hold(server_t *sv, const ft__meta_t *m, ft__slot_t *slot) {
   for (uint32_t i = 0; i < m->nlocal; i++) {
@@ -354,11 +341,8 @@ static int by_dst(const void *a, const void *b) {
   return x->dst_off < y->dst_off ? -1 : x->dst_off > y->dst_off;
 }
 
-/* Requests for one registered buffer: every byte exactly once (replicated
- * old slices overlap; the first source of a byte wins), FT_EMISMATCH if any
- * byte is held by no old rank. */
-static int plan_buffer(ft_ctx_t *c, int reg, const entry_t *all, int nall,
-                       int me, want_t **w, int *n, int *cap) {
+int ft__reslice_plan_buffer(ft_ctx_t *c, int reg, const entry_t *all,
+                            int nall, int me, want_t **w, int *n, int *cap) {
   const ft__reg_t *r = &c->regs[reg];
   want_t *cand = ft__malloc((size_t)nall * sizeof(*cand));
   if (!cand)
@@ -579,7 +563,7 @@ static int plan_all(ft_ctx_t *c, const server_t *sv, want_t **w, int *nw) {
   MPI_Comm_rank(c->app_comm, &me);
   int rc = share_tables(c, sv, &all, &nall, &blob);
   for (int reg = 0; rc == FT_OK && reg < c->nregs; reg++)
-    rc = plan_buffer(c, reg, all, nall, me, w, nw, &cap);
+    rc = ft__reslice_plan_buffer(c, reg, all, nall, me, w, nw, &cap);
   ft__free(all);
   ft__free(blob);
   return rc;

@@ -29,8 +29,10 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/pulse.h"
+#include "ec/crc.h"
 #include "ec/exchange.h"
 #include "ec/layout.h"
+#include "runtime/flush.h"
 #include "runtime/topo.h"
 #include "snapshot/groupmeta.h"
 #include "snapshot/hold.h"
@@ -66,6 +68,10 @@ typedef struct ft__smp {
   double trainers_checked;
   ft__buf_rec_t *tabs[FT_MAX_LOCAL]; /* each local trainer's buffer table
                                       * (ctl.h), read at the layout */
+  ft__flush_t *flush;  /* the disk tier (flush.h), NULL without one */
+  uint64_t next_flush; /* the first version the next flush may take */
+  uint64_t want_flush; /* a committed version due for a flush while
+                        * another ran, 0 none */
   char msg[512];
 } smp_t;
 
@@ -454,6 +460,39 @@ static uint64_t note_seen(const smp_t *s) {
 
 static int beat_between(void *pulse) { return ft__pulse_poll(pulse); }
 
+/* ft-restore found more losses than the erasure code rebuilds and a
+ * persisted version to resume from: it left FT_DISK_MARKER (naming the
+ * directory) in every live node's store.  What the store holds cannot be
+ * rebuilt: it goes, and with nothing in memory anywhere the job restores
+ * from the disk tier (agree_disk). */
+static int take_disk_marker(smp_t *s) {
+  ft_ctx_t *c = s->c;
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  int rc = ft__store_read_file(&c->dir, FT_DISK_MARKER, 4096, &buf, &len,
+                               NULL, 0);
+  if (rc != FT_OK)
+    return FT_OK; /* none */
+  char dir[FT_PATH_MAX + 1];
+  snprintf(dir, sizeof(dir), "%.*s", (int)(len < FT_PATH_MAX ? len : 0), buf);
+  ft__free(buf);
+  if (strcmp(dir, c->cfg.persist_dir) != 0)
+    return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
+                    "%s/%s: ft-restore chose to resume job '%s' from the disk "
+                    "tier in '%s', but this launch has FT_PERSIST_DIR='%s': "
+                    "launch with FT_PERSIST_DIR=%s (ft-launch --persist)",
+                    c->dir.path, FT_DISK_MARKER, c->cfg.job, dir,
+                    c->cfg.persist_dir, dir);
+  FT_LOGW(&c->log, "%s: ft-restore gave up the versions held in memory (more "
+          "losses than the erasure code rebuilds); they are dropped and the "
+          "job resumes from the disk tier",
+          c->dir.path);
+  rc = ft__store_clear(&c->dir, s->msg, sizeof(s->msg));
+  if (rc == FT_OK)
+    rc = ft__store_unlink(&c->dir, FT_DISK_MARKER, s->msg, sizeof(s->msg));
+  return rc;
+}
+
 static int open_store(smp_t *s) {
   ft_ctx_t *c = s->c;
   int rc = ft__store_open_dir(c->cfg.store_root, c->dir.path, 1, &c->dir,
@@ -471,6 +510,8 @@ static int open_store(smp_t *s) {
    * every node agreed to (whatever format it was written in). */
   if (c->cfg.fresh)
     return rc;
+  if (rc == FT_OK)
+    rc = take_disk_marker(s);
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
     rc = ft__slot_open(&s->slot[i], &c->dir, i, c->cfg.job, s->msg,
                        sizeof(s->msg));
@@ -696,6 +737,105 @@ static int agree_reslice(smp_t *s) {
   return rc;
 }
 
+/* ---- the disk tier at start-up ---- */
+
+/* Does every SMP hold the same x (collective)? */
+static int same_everywhere(smp_t *s, uint64_t x, int *same) {
+  uint64_t lo = 0, hi = 0;
+  int rc = min_u64(s, x, &lo, "disk restore");
+  if (rc == FT_OK)
+    rc = min_u64(s, ~x, &hi, "disk restore");
+  *same = rc == FT_OK && lo == ~hi;
+  return rc;
+}
+
+/* Every SMP checks its share of version v's files (the nodes it is
+ * numbered for); *ok when all of them are good (collective). */
+static int verify_shared(smp_t *s, const ft__dir_t *job,
+                         const ft__pversion_t *v, uint64_t *ok) {
+  char msg[512];
+  int mine = ft__persist_verify(job, v, (uint32_t)s->node, (uint32_t)s->nnodes,
+                                NULL, msg, sizeof(msg));
+  if (mine)
+    FT_LOGW(&s->c->log, "persisted version %llu (step %llu) cannot be "
+            "restored: %s",
+            (unsigned long long)v->version, (unsigned long long)v->step, msg);
+  return min_u64(s, mine == FT_OK, ok, "disk restore");
+}
+
+/* The versions every SMP lists, the same on each (collective).  The persist
+ * directory must be one every host sees. */
+static int agree_listing(smp_t *s, const ft__pversion_t *v, int n) {
+  uint64_t h = (uint64_t)n;
+  for (int i = 0; i < n; i++)
+    h = ft__crc64(h, v[i].name, strlen(v[i].name));
+  int same = 0, rc = same_everywhere(s, h, &same);
+  if (rc == FT_OK && !same)
+    rc = ft__msgf(FT_EMISMATCH, s->msg, sizeof(s->msg),
+                  "the SMPs see different versions under FT_PERSIST_DIR=%s "
+                  "(this node: %d): it must be a directory every host of the "
+                  "job shares",
+                  s->c->cfg.persist_dir, n);
+  return rc;
+}
+
+/* Restore from the newest persisted version that every SMP verifies. */
+static int pick_version(smp_t *s, const ft__dir_t *job,
+                        const ft__pversion_t *v, int n) {
+  for (int i = 0; i < n; i++) {
+    uint64_t ok = 0;
+    int rc = verify_shared(s, job, &v[i], &ok);
+    if (rc || !ok)
+      continue;
+    s->ctl->restore_disk = 1;
+    snprintf(s->ctl->restore_vdir, sizeof(s->ctl->restore_vdir), "%s",
+             v[i].name);
+    s->ctl->restore_step = v[i].step;
+    s->ctl->committed_step = v[i].step;
+    if (s->node == 0)
+      FT_LOGW(&s->c->log, "nothing to restore in memory: restoring from the "
+              "disk tier, version %llu (step %llu) of %s/%s",
+              (unsigned long long)v[i].version,
+              (unsigned long long)v[i].step, job->path, v[i].name);
+    return FT_OK;
+  }
+  return ft__msgf(FT_ECORRUPT, s->msg, sizeof(s->msg),
+                  "job '%s': every persisted version under %s is damaged "
+                  "(the SMPs' warnings name the files) and memory holds "
+                  "none. Nothing was started, nothing changed; `--fresh` "
+                  "(FT_FRESH=1) starts over and discards them",
+                  s->c->cfg.job, job->path);
+}
+
+/* FT_PERSIST_DIR set: with nothing to restore in memory, the newest
+ * persisted version is the restore point; with FT_FRESH=1 every persisted
+ * version of the job goes (collective).  Either way, the epochs named on
+ * disk count as seen: a new layout's epoch is above them (persist.h). */
+static int agree_disk(smp_t *s) {
+  ft_ctx_t *c = s->c;
+  if (!c->cfg.persist_dir[0])
+    return FT_OK;
+  ft__dir_t job;
+  ft__pversion_t *v = NULL;
+  int n = 0;
+  uint64_t highest = 0;
+  int rc = ft__persist_open(c->cfg.persist_dir, c->cfg.job, 1, &job, s->msg,
+                            sizeof(s->msg));
+  if (rc == FT_OK && c->cfg.fresh && s->node == 0)
+    rc = ft__persist_remove_all(&job, s->msg, sizeof(s->msg));
+  if (rc == FT_OK)
+    rc = ft__persist_list(&job, &v, &n, &highest, s->msg, sizeof(s->msg));
+  rc = agree_ok(s, rc, "disk tier");
+  s->seen = highest > s->seen ? highest : s->seen;
+  if (rc == FT_OK && !c->cfg.fresh && !s->committed)
+    rc = agree_listing(s, v, n);
+  if (rc == FT_OK && !c->cfg.fresh && !s->committed && n > 0)
+    rc = pick_version(s, &job, v, n);
+  ft__persist_list_free(v, n);
+  ft__dir_close(&job);
+  return rc;
+}
+
 static void publish_node(smp_t *s) {
   ft__ctl_t *ctl = s->ctl;
   ctl->node = (uint32_t)s->node;
@@ -760,6 +900,12 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   c->ctl = s->ctl;
   if (rc == FT_OK)
     arm_hold(s);
+  if (rc == FT_OK && c->cfg.persist_dir[0] &&
+      !(s->flush = ft__flush_new(c->cfg.persist_dir, c->cfg.job,
+                                 c->cfg.persist_keep, &s->ctl->persist,
+                                 &c->log)))
+    rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
+                  "out of memory for the disk tier's flush");
   /* Collective steps run even after a local error, so that no SMP is left
    * alone in a collective; the local error (and its message) wins. */
   char local_msg[sizeof(s->msg)];
@@ -779,6 +925,8 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   if (rc == FT_OK)
     rc = agree_reslice(s);
   if (rc == FT_OK)
+    rc = agree_disk(s);
+  if (rc == FT_OK)
     publish_node(s);
   return ft__msgf(rc, msg, msglen, "%s", s->msg);
 }
@@ -787,6 +935,7 @@ void ft__smp_free(ft_ctx_t *c) {
   smp_t *s = c->smp;
   if (!s)
     return;
+  ft__flush_free(s->flush);
   for (int i = 0; i < FT_NSLOTS; i++)
     ft__slot_close(&s->slot[i]);
   if (s->gcomm != MPI_COMM_NULL)
@@ -1029,6 +1178,8 @@ static int same_geom(const ft__slot_t *sl, const ft__slot_geom_t *g) {
 static int prepare(smp_t *s, uint64_t v) {
   int i = (int)(v % FT_NSLOTS);
   ft__slot_t *sl = &s->slot[i];
+  /* Before a byte of the slot changes: a flush from it publishes nothing. */
+  ft__flush_cancel_slot(s->flush, i);
   if (!same_geom(sl, &s->geom) || !ft__slot_intact(sl)) {
     if (sl->map)
       ft__slot_close(sl);
@@ -1113,6 +1264,88 @@ static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
   tot->cpu_s += cpu;
 }
 
+/* ---- the disk tier ---- */
+
+/* desc: zeroed.  This node's part of committed version v, as the flush
+ * writes it: each local rank's region and buffer table. */
+static int describe_part(smp_t *s, const ft__slot_t *sl, ft__pnode_t *d) {
+  snprintf(d->job, sizeof(d->job), "%s", s->c->cfg.job);
+  d->run = s->run, d->version = sl->hdr->version, d->step = sl->hdr->step;
+  d->epoch = s->epoch;
+  d->node = (uint32_t)s->node, d->nnodes = (uint32_t)s->nnodes;
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  d->ntrainers = (uint32_t)(world - s->nnodes);
+  d->ranks = ft__calloc((size_t)s->c->nlocal, sizeof(*d->ranks));
+  if (!d->ranks)
+    return FT_ENOMEM;
+  d->nranks = (uint32_t)s->c->nlocal;
+  for (int i = 0; i < s->c->nlocal; i++) {
+    ft__prank_t *r = &d->ranks[i];
+    const ft__ctl_rank_t *cr = &s->ctl->rank[i];
+    r->rank = cr->app_rank;
+    r->bytes = sl->hdr->rank_bytes[i];
+    r->nbufs = cr->nbufs;
+    r->block_crc = ft__calloc(ft__persist_blocks(r->bytes) + 1, 8);
+    r->bufs = ft__calloc(r->nbufs + 1, sizeof(ft__buf_rec_t));
+    if (!r->block_crc || !r->bufs)
+      return FT_ENOMEM;
+    if (r->nbufs)
+      memcpy(r->bufs, s->tabs[i], r->nbufs * sizeof(ft__buf_rec_t));
+  }
+  return FT_OK;
+}
+
+static void start_flush(smp_t *s, uint64_t v) {
+  const ft__slot_t *sl = &s->slot[v % FT_NSLOTS];
+  ft__pnode_t d = {0};
+  if (describe_part(s, sl, &d) != FT_OK) {
+    ft__pnode_clear(&d);
+    FT_LOGW(&s->c->log, "flush of version %llu not started: out of memory",
+            (unsigned long long)v);
+    return;
+  }
+  ft__flush_start(s->flush, (int)(v % FT_NSLOTS), sl->fd, sl->hdr->rank_off,
+                  &d);
+}
+
+/* Start the flush that is due, once none runs and while its slot still
+ * holds it (until v + 2 is prepared).  Called from the loop: a flush that
+ * had to wait for another one (ended, or cancelled) starts without delay
+ * to any snapshot. */
+static void flush_due(smp_t *s) {
+  ft__flush_poll(s->flush);
+  uint64_t v = s->want_flush;
+  if (!v || ft__flush_busy(s->flush))
+    return;
+  s->want_flush = 0;
+  if (s->prepared >= v + FT_NSLOTS)
+    return; /* its slot was reused: a newer commit will be due */
+  start_flush(s, v);
+  s->next_flush = v + (uint64_t)s->c->cfg.persist_every;
+}
+
+/* After the commit of v: due when FT_PERSIST_EVERY versions have passed
+ * since the last flush started (a newer due version replaces an older one
+ * that waits). */
+static void maybe_flush(smp_t *s, uint64_t v) {
+  if (!s->flush || v < s->next_flush)
+    return;
+  s->want_flush = v;
+  flush_due(s);
+}
+
+/* The job ends: the newest committed version goes to disk whole before
+ * the SMP exits (a job stopped now resumes from it next time). */
+static void final_flush(smp_t *s) {
+  ft__flush_wait(s->flush);
+  if (!s->flush || !s->committed || !s->layout_done ||
+      ft__flush_done_version(s->flush) >= s->committed)
+    return;
+  start_flush(s, s->committed);
+  ft__flush_wait(s->flush);
+}
+
 /* The hold points an SMP passes in protect() (hold.h). */
 #define SMP_HOLDS                                                              \
   ((1u << FT_HOLD_CRC) | (1u << FT_HOLD_ENCODE) | (1u << FT_HOLD_COMMIT))
@@ -1167,6 +1400,7 @@ static int protect(smp_t *s, uint64_t v) {
   ft__ctl_notify(s->ctl);
   if (s->pending && (rc = promote_pending(s)))
     return rc;
+  maybe_flush(s, v);
   return prepare(s, v + 1);
 }
 
@@ -1259,6 +1493,8 @@ void ft__smp_run(ft_ctx_t *c) {
       break;
     if (rc == 0 && finished(s))
       break;
+    if (s->flush)
+      flush_due(s);
     if (rc == 0 && ((rc = ft__pulse_poll(&s->pulse)) < 0 ||
                     (rc = check_trainers(s)) < 0))
       break;
@@ -1274,6 +1510,7 @@ void ft__smp_run(ft_ctx_t *c) {
    * job instead of leaving peers waiting in a collective. */
   if (rc < 0)
     _exit(1);
+  final_flush(s);
   ft__pulse_free(&s->pulse);
   MPI_Finalize();
   exit(0);

@@ -23,6 +23,7 @@
 #include "base/agree.h"
 #include "base/alloc.h"
 #include "base/error.h"
+#include "runtime/disk.h"
 #include "runtime/reslice.h"
 #include "runtime/topo.h"
 #include "snapshot/hold.h"
@@ -485,6 +486,9 @@ int ft_restore(ft_ctx_t *c, uint64_t *step) {
     rc = wait_for(c, is_committed, "ft_restore");
   if ((rc = ft__agree(c->app_comm, rc)))
     return rc;
+  /* Nothing in memory, a version on disk: the first restore of the run. */
+  if (!fresh && c->version == 0 && c->ctl->restore_disk)
+    return ft__disk_restore(c, step);
   uint64_t v = fresh ? c->version : c->ctl->restore_version;
   if (v == 0)
     return FT_ENOSNAPSHOT;

@@ -70,6 +70,22 @@ typedef struct ft__ctl_hold {
   uint32_t pad;
 } ft__ctl_hold_t;
 
+/* The disk tier as this node's SMP sees it (runtime/flush.c; ft-status
+ * shows it).  Written by the SMP's flush thread, read by anyone: a reader
+ * may see fields of two flushes mixed, which only a display can suffer. */
+typedef struct ft__ctl_persist {
+  uint32_t enabled;
+  int32_t status;    /* of the last flush that ended: FT_OK, FT_EBUSY
+                      * (abandoned: its slot was needed), another error */
+  uint64_t flushing; /* version being flushed now, 0 for none */
+  uint64_t version, step; /* newest version this node flushed its part of */
+  uint64_t complete; /* newest version this node saw complete on disk */
+  uint64_t flushes, abandoned, failed;
+  uint64_t bytes;    /* of the last flush that ended well */
+  double seconds;
+  char msg[256];     /* what went wrong last, "" when nothing did */
+} ft__ctl_persist_t;
+
 typedef struct ft__ctl {
   char magic[8];
   uint32_t format;
@@ -88,6 +104,9 @@ typedef struct ft__ctl {
   int32_t smp_status; /* FT_OK, or the error that stopped the SMP */
   uint64_t restore_version, restore_step; /* 0: nothing to restore */
   uint32_t restore_reslice; /* restore point left by a shrink: re-slice */
+  uint32_t restore_disk;    /* restore from the disk tier: restore_vdir of
+                             * FT_PERSIST_DIR/<job> (persist/persist.h) */
+  char restore_vdir[64];
   uint64_t prepared_version; /* trainers may write this version */
   int32_t prepared_slot;
   uint32_t pad2;
@@ -102,6 +121,7 @@ typedef struct ft__ctl {
   char binding[160]; /* what the SMP did about CPU binding */
   char smp_cpus[160]; /* CPU list the SMP is bound to, "" when not bound */
   ft__ctl_stats_t stats;
+  ft__ctl_persist_t persist;
   ft__ctl_rank_t rank[FT_MAX_LOCAL];
 } ft__ctl_t;
 

@@ -390,6 +390,11 @@ int ft__group_meta_matches(const ft__dir_t *dir, const char *name,
 #define FT_GROUP_META "group.meta"
 #define FT_META_PENDING "meta.pending"
 #define FT_GROUP_META_PENDING "group.meta.pending"
+/* Left by ft-restore in every live node's store when the versions held in
+ * memory cannot be rebuilt and the disk tier holds one to resume from; it
+ * holds FT_PERSIST_DIR.  The next launch's SMPs drop the store and restore
+ * from disk (runtime/smp.c). */
+#define FT_DISK_MARKER "restore.disk"
 
 /* Serialise to a buffer (*out, *len) to free with ft__free (base/alloc.h).
  * FT_ERANGE for more than FT_MAX_LOCAL ranks, FT_EINVAL for a table its

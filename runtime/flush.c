@@ -1,0 +1,212 @@
+/*
+ * The SMP's flush thread (flush.h).  One thread per flush, created when the
+ * SMP hands a version over and joined by the SMP's loop once it has ended:
+ * flushes are every FT_PERSIST_EVERY versions, so a thread's start costs
+ * nothing next to the bytes it writes.  The thread shares nothing with the
+ * SMP but this struct: the cancel flag (atomic), and the result fields,
+ * which the SMP reads only after the join.
+ */
+#include "runtime/flush.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+
+struct ft__flush {
+  char root[FT_PATH_MAX];
+  char job[FT_JOB_MAX];
+  int keep;
+  ft__ctl_persist_t *st;
+  const ft__log_t *log;
+  uint8_t *buf; /* FT_PERSIST_BLOCK bytes of scratch */
+  pthread_t thread;
+  int running;  /* a thread was started and not joined */
+  int ended;    /* atomic: the thread is about to return */
+  int cancel;   /* atomic */
+  int slot, fd;
+  uint64_t rank_off[FT_MAX_LOCAL];
+  ft__pnode_t desc;
+  /* the result, read after the join */
+  int rc, completed;
+  uint64_t bytes;
+  double seconds;
+  uint64_t done_version;
+  char msg[512];
+};
+
+ft__flush_t *ft__flush_new(const char *root, const char *job, int keep,
+                           ft__ctl_persist_t *st, const ft__log_t *log) {
+  ft__flush_t *f = ft__calloc(1, sizeof(*f));
+  if (!f || !(f->buf = ft__malloc(FT_PERSIST_BLOCK))) {
+    ft__free(f);
+    return NULL;
+  }
+  snprintf(f->root, sizeof(f->root), "%s", root);
+  snprintf(f->job, sizeof(f->job), "%s", job);
+  f->keep = keep;
+  f->st = st;
+  f->log = log;
+  f->fd = -1;
+  st->enabled = 1;
+  return f;
+}
+
+int ft__flush_busy(ft__flush_t *f) { return f && f->running; }
+
+static int cancelled(void *arg) {
+  ft__flush_t *f = arg;
+  return __atomic_load_n(&f->cancel, __ATOMIC_SEQ_CST);
+}
+
+/* This node's part, then the MANIFEST where every part is there. */
+static int write_part(ft__flush_t *f, const ft__dir_t *job) {
+  char name[64];
+  ft__dir_t vd;
+  ft__persist_dirname(f->desc.version, f->desc.epoch, name, sizeof(name));
+  int rc = ft__persist_mkvdir(job, name, &vd, f->msg, sizeof(f->msg));
+  for (uint32_t i = 0; rc == FT_OK && i < f->desc.nranks; i++) {
+    rc = ft__persist_write_rank(&vd, &f->desc.ranks[i], f->fd, f->rank_off[i],
+                                f->buf, cancelled, f, f->msg, sizeof(f->msg));
+    f->bytes += rc == FT_OK ? f->desc.ranks[i].bytes : 0;
+  }
+  if (rc == FT_OK)
+    rc = ft__persist_write_node(&vd, &f->desc, cancelled, f, f->msg,
+                                sizeof(f->msg));
+  if (rc == FT_OK)
+    rc = ft__persist_complete(&vd, &f->desc, &f->completed, f->msg,
+                              sizeof(f->msg));
+  ft__dir_close(&vd);
+  return rc;
+}
+
+static void *run(void *arg) {
+  ft__flush_t *f = arg;
+  double t0 = ft__now();
+  ft__dir_t job;
+  f->msg[0] = '\0';
+  f->rc = ft__persist_open(f->root, f->job, 1, &job, f->msg, sizeof(f->msg));
+  if (f->rc == FT_OK)
+    f->rc = write_part(f, &job);
+  if (f->rc == FT_OK && f->completed) {
+    char msg[512];
+    int removed = 0;
+    if (ft__persist_prune(&job, f->keep, &removed, msg, sizeof(msg)) != FT_OK)
+      FT_LOGW(f->log, "%s (older persisted versions are kept)", msg);
+  }
+  ft__dir_close(&job);
+  f->seconds = ft__now() - t0;
+  __atomic_store_n(&f->ended, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+int ft__flush_start(ft__flush_t *f, int idx, int slot_fd,
+                    const uint64_t *rank_off, ft__pnode_t *desc) {
+  if (f->running) {
+    ft__pnode_clear(desc);
+    return FT_EBUSY;
+  }
+  ft__pnode_clear(&f->desc);
+  f->desc = *desc;
+  memset(desc, 0, sizeof(*desc));
+  memcpy(f->rank_off, rank_off, f->desc.nranks * sizeof(uint64_t));
+  f->slot = idx;
+  f->fd = dup(slot_fd);
+  f->cancel = 0;
+  f->ended = 0;
+  f->completed = 0;
+  f->bytes = 0;
+  if (f->fd < 0 || pthread_create(&f->thread, NULL, run, f) != 0) {
+    int rc = ft__from_errno(errno);
+    snprintf(f->st->msg, sizeof(f->st->msg),
+             "flush of version %" PRIu64 " not started: %s", f->desc.version,
+             strerror(errno));
+    FT_LOGW(f->log, "%s", f->st->msg);
+    if (f->fd >= 0)
+      close(f->fd);
+    f->fd = -1;
+    return rc;
+  }
+  f->running = 1;
+  f->st->flushing = f->desc.version;
+  return FT_OK;
+}
+
+void ft__flush_cancel_slot(ft__flush_t *f, int idx) {
+  if (f && f->running && f->slot == idx)
+    __atomic_store_n(&f->cancel, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The thread has returned: its result goes to the log and ft-status. */
+static void report(ft__flush_t *f) {
+  ft__ctl_persist_t *st = f->st;
+  const ft__pnode_t *d = &f->desc;
+  st->flushing = 0;
+  st->status = f->rc;
+  if (f->rc == FT_OK) {
+    st->flushes++;
+    st->version = d->version, st->step = d->step;
+    st->bytes = f->bytes, st->seconds = f->seconds;
+    if (f->completed)
+      st->complete = d->version;
+    f->done_version = d->version;
+    st->msg[0] = '\0';
+    FT_LOGI(f->log, "flushed version %" PRIu64 " (step %" PRIu64 "): %" PRIu64
+            " bytes in %.3f s%s",
+            d->version, d->step, f->bytes, f->seconds,
+            f->completed ? ", the version is complete on disk" : "");
+  } else if (f->rc == FT_EBUSY) {
+    st->abandoned++;
+    snprintf(st->msg, sizeof(st->msg),
+             "flush of version %" PRIu64 " abandoned after %.1f s: its slot "
+             "was needed for a newer version (flushing takes longer than "
+             "two snapshots; snapshot less often or raise FT_PERSIST_EVERY)",
+             d->version, f->seconds);
+    FT_LOGW(f->log, "%s", st->msg);
+  } else {
+    st->failed++;
+    snprintf(st->msg, sizeof(st->msg), "flush of version %" PRIu64
+             " failed: %.200s", d->version, f->msg);
+    FT_LOGW(f->log, "%s; training goes on, protected in memory only",
+            st->msg);
+  }
+}
+
+static void join(ft__flush_t *f) {
+  pthread_join(f->thread, NULL);
+  f->running = 0;
+  close(f->fd);
+  f->fd = -1;
+  report(f);
+}
+
+void ft__flush_poll(ft__flush_t *f) {
+  if (f && f->running && __atomic_load_n(&f->ended, __ATOMIC_ACQUIRE))
+    join(f);
+}
+
+void ft__flush_wait(ft__flush_t *f) {
+  if (f && f->running)
+    join(f);
+}
+
+uint64_t ft__flush_done_version(const ft__flush_t *f) {
+  return f ? f->done_version : 0;
+}
+
+void ft__flush_free(ft__flush_t *f) {
+  if (!f)
+    return;
+  if (f->running) {
+    __atomic_store_n(&f->cancel, 1, __ATOMIC_SEQ_CST);
+    join(f);
+  }
+  ft__pnode_clear(&f->desc);
+  ft__free(f->buf);
+  ft__free(f);
+}
