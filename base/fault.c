@@ -34,7 +34,7 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
     if (f->nth < 1)
       return -1;
   }
-  static const char *const points[] = {"startup", "copy", "crc", "encode",
+  static const char *const points[] = {"startup", "copy", "crc", "encode", "flush",
                                        "commit",  "restore", NULL};
   for (int i = 0; points[i]; i++)
     if (strcmp(buf, points[i]) == 0) {

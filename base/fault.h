@@ -11,7 +11,8 @@
  * configuration is agreed), copy (trainer, in the middle of a snapshot
  * copy), crc (SMP, before the data CRCs), encode (SMP, in the middle of the
  * parity exchange), commit (SMP, after ENCODED, before the commit), restore
- * (ft-restore, in the middle of a rebuild).
+ * (ft-restore, in the middle of a rebuild), flush (SMP's flush thread,
+ * after its first rank file of a version and before its node manifest).
  */
 #ifndef FT_BASE_FAULT_H
 #define FT_BASE_FAULT_H

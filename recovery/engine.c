@@ -23,7 +23,9 @@ static void report_json(const ft__restore_t *r, int status) {
   printf("{\"status\":\"%s\",\"code\":\"%s\",\"job\":\"%s\",\"version\":%llu,"
          "\"step\":%llu,\"lost\":[",
          status == FT_OK
-             ? (r->nlost || r->ncorrupt || r->ndamaged ? "restored" : "nothing")
+             ? r->disk ? "disk"
+               : (r->nlost || r->ncorrupt || r->ndamaged ? "restored"
+                                                         : "nothing")
              : "failed",
          ft_err_name(status), r->job, (unsigned long long)r->version,
          (unsigned long long)r->step);
@@ -33,7 +35,10 @@ static void report_json(const ft__restore_t *r, int status) {
       printf("%s\"%s\"", first ? "" : ",", r->hosts[node]);
       first = 0;
     }
-  printf("],\"corrupt_chunks\":%d,\"damaged_copies\":%d,\"cleared_slots\":%d,"
+  printf("],\"disk_version\":%llu,\"disk_step\":%llu",
+         (unsigned long long)r->disk_version,
+         (unsigned long long)r->disk_step);
+  printf(",\"corrupt_chunks\":%d,\"damaged_copies\":%d,\"cleared_slots\":%d,"
          "\"bytes_rebuilt\":%llu,\"seconds\":%.6f,"
          "\"gbps\":%.3f,\"dry_run\":%s,\"message\":\"",
          r->ncorrupt, r->ndamaged, r->ncleared,
@@ -50,6 +55,8 @@ void ft__restore_report(const ft__restore_t *r, int status) {
     return;
   if (r->opts.json) {
     report_json(r, status);
+  } else if (status == FT_OK && r->disk) {
+    printf("ft-restore: %s\n", r->msg);
   } else if (status != FT_OK) {
     fprintf(stderr, "ft-restore: %s (%s)\n", r->msg[0] ? r->msg : "failed",
             ft_err_name(status));

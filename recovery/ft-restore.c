@@ -19,6 +19,7 @@
 #include "base/agree.h"
 #include "base/error.h"
 #include "base/pulse.h"
+#include "persist/persist.h"
 #include "recovery/engine.h"
 #include "runtime/config.h"
 #include "snapshot/hold.h"
@@ -41,6 +42,9 @@ static void usage(FILE *f) {
       "                      m nodes and compare with the real bytes\n"
       "  --quiet             no progress lines\n"
       "Environment: FT_STORE_ROOT, FT_JOB, FT_PIECE_SIZE, FT_FAULT=restore,\n"
+      "FT_PERSIST_DIR (more losses than the code rebuilds: when it holds a\n"
+      "version of the job, every node's store is marked and the relaunch\n"
+      "resumes from disk; exit 0 and the step it resumes from),\n"
       "FT_VIRTUAL_NODE_RANKS (rank N then serves virtual node N),\n"
       "FT_TIMEOUT (how long to wait for a running launch of the job to\n"
       "end: its SMP holds the store; then exit 1, nothing changed).\n"
@@ -144,6 +148,48 @@ static void restore_silent(void *arg, const ft__pulse_t *p, int rank) {
   _exit(4);
 }
 
+/* More losses than the erasure code rebuilds (r->msg says which): with
+ * FT_PERSIST_DIR holding a version of the job, every node with a store gets
+ * FT_DISK_MARKER, which makes the relaunch drop what memory holds and
+ * resume from disk (runtime/smp.c); nothing else changes.  Without one, the
+ * refusal stands (FT_ETOOMANY).  Collective. */
+static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg) {
+  ft__dir_t job;
+  ft__pversion_t *v = NULL;
+  int n = 0;
+  char msg[512] = "";
+  int rc = ft__persist_open(cfg->persist_dir, r->job, 0, &job, msg,
+                            sizeof(msg));
+  if (rc == FT_OK)
+    rc = ft__persist_list(&job, &v, &n, NULL, msg, sizeof(msg));
+  if (rc == FT_OK && n == 0)
+    rc = FT_ENOENT;
+  if ((rc = ft__agree(r->comm, rc)) == FT_OK) {
+    r->disk_version = v[0].version, r->disk_step = v[0].step;
+    if (!r->opts.dry_run && r->dir.fd >= 0)
+      rc = ft__store_write_file(&r->dir, FT_DISK_MARKER, cfg->persist_dir,
+                                strlen(cfg->persist_dir), msg, sizeof(msg));
+    rc = ft__agree_msg(r->comm, rc, msg, sizeof(msg));
+  }
+  size_t used = strlen(r->msg);
+  if (rc)
+    snprintf(r->msg + used, sizeof(r->msg) - used,
+             "; the disk tier cannot take over (FT_PERSIST_DIR=%s: %s)",
+             cfg->persist_dir, msg[0] ? msg : "no version of the job");
+  else
+    snprintf(r->msg + used, sizeof(r->msg) - used,
+             "; the disk tier takes over%s: the relaunch resumes from "
+             "version %llu (step %llu) of %s/%s, or an older one if that "
+             "one fails its checks; the steps after %llu are lost",
+             r->opts.dry_run ? " (dry run: nothing marked)" : "",
+             (unsigned long long)v[0].version, (unsigned long long)v[0].step,
+             job.path, v[0].name, (unsigned long long)v[0].step);
+  r->disk = rc == FT_OK;
+  ft__persist_list_free(v, n);
+  ft__dir_close(&job);
+  return rc == FT_OK ? FT_OK : FT_ETOOMANY;
+}
+
 static int exit_code(int rc) {
   return rc == FT_OK ? 0 : rc == FT_ETOOMANY ? 3 : 1;
 }
@@ -195,6 +241,8 @@ int main(int argc, char **argv) {
     arm_hold(&r, cfg.hold);
     rc = ft__restore_run(&r);
   }
+  if (rc == FT_ETOOMANY && cfg.persist_dir[0] && !r.opts.verify)
+    rc = disk_fallback(&r, &cfg);
   ft__restore_report(&r, rc);
   if (r.ctl) {
     ft__store32(&r.ctl->phase, FT_PHASE_DONE);

@@ -124,6 +124,9 @@ typedef struct ft__restore {
   int ncleared; /* slots that failed validation and hold nothing to keep:
                  * removed, so that the relaunch finds none (rebuild.c) */
   /* results */
+  int disk; /* more losses than the code rebuilds: the relaunch resumes
+             * from the disk tier, version disk_version (step disk_step) */
+  uint64_t disk_version, disk_step;
   int nlost, ncorrupt;
   uint64_t bytes_rebuilt;
   double seconds;

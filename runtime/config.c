@@ -207,7 +207,7 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     if (strlen(v) >= sizeof(cfg->fault) || ft__fault_parse(&f, v) != 0)
       return ft__msgf(FT_ECONFIG, msg, msglen,
                       "FT_FAULT=%s: expected POINT[:NTH][@rN|@HOST] with POINT "
-                      "copy|crc|encode|commit|restore",
+                      "startup|copy|crc|encode|flush|commit|restore",
                       v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }

@@ -32,6 +32,8 @@ struct ft__flush {
   int slot, fd;
   uint64_t rank_off[FT_MAX_LOCAL];
   ft__pnode_t desc;
+  void (*midway)(void *);
+  void *midway_arg;
   /* the result, read after the join */
   int rc, completed;
   uint64_t bytes;
@@ -57,6 +59,12 @@ ft__flush_t *ft__flush_new(const char *root, const char *job, int keep,
   return f;
 }
 
+void ft__flush_set_midway(ft__flush_t *f, void (*midway)(void *),
+                          void *arg) {
+  f->midway = midway;
+  f->midway_arg = arg;
+}
+
 int ft__flush_busy(ft__flush_t *f) { return f && f->running; }
 
 static int cancelled(void *arg) {
@@ -74,6 +82,8 @@ static int write_part(ft__flush_t *f, const ft__dir_t *job) {
     rc = ft__persist_write_rank(&vd, &f->desc.ranks[i], f->fd, f->rank_off[i],
                                 f->buf, cancelled, f, f->msg, sizeof(f->msg));
     f->bytes += rc == FT_OK ? f->desc.ranks[i].bytes : 0;
+    if (rc == FT_OK && i == 0 && f->midway)
+      f->midway(f->midway_arg);
   }
   if (rc == FT_OK)
     rc = ft__persist_write_node(&vd, &f->desc, cancelled, f, f->msg,

@@ -27,6 +27,9 @@ typedef struct ft__flush ft__flush_t;
  * NULL when out of memory.  keep: FT_PERSIST_KEEP. */
 ft__flush_t *ft__flush_new(const char *root, const char *job, int keep,
                            ft__ctl_persist_t *st, const ft__log_t *log);
+/* midway(arg) is called by the flush thread after its first rank file of
+ * a version is written (a fault point: FT_FAULT=flush). */
+void ft__flush_set_midway(ft__flush_t *f, void (*midway)(void *), void *arg);
 /* Is a flush running (started and not yet joined)? */
 int ft__flush_busy(ft__flush_t *f);
 /* Start flushing the version described by desc (taken over: cleared here

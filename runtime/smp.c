@@ -86,6 +86,7 @@ static void name_rank(const smp_t *s, int rank, char *out, size_t len) {
 }
 
 static void stop(smp_t *s, int rc);
+static void flush_midway(void *arg);
 
 /* A wait on what found a peer silent: say which, then exit at once.  No
  * further MPI call: the abandoned collective still owns its buffers, and
@@ -906,6 +907,8 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
                                  &c->log)))
     rc = ft__msgf(FT_ENOMEM, s->msg, sizeof(s->msg),
                   "out of memory for the disk tier's flush");
+  if (s->flush)
+    ft__flush_set_midway(s->flush, flush_midway, s);
   /* Collective steps run even after a local error, so that no SMP is left
    * alone in a collective; the local error (and its message) wins. */
   char local_msg[sizeof(s->msg)];
@@ -1201,6 +1204,11 @@ static double cpu_seconds(void) {
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void flush_midway(void *arg) {
+  smp_t *s = arg;
+  FT_FAULT_POINT(s->c, "flush");
 }
 
 static void encode_midway(void *arg) {

@@ -62,3 +62,52 @@ expect_line c1.b 'restoring from the disk tier, version [0-9]+ \(step 12\)' "rel
 expect_resumed c1.b 12 12 "relaunch"
 expect_digest c1.b "relaunch from disk"
 ok "resumed from step 12 on disk, digest $REF"
+
+begin "2. more losses than 3+1 rebuilds: ft-restore hands over to the disk tier"
+up c2 4 --spares 2
+export FT_JOB=beyond$$
+launch_held c2.a "$STEPS" step=8 --job "$FT_JOB" --persist "$PERSIST" --spares 2 --restarts 1
+wait_persisted 8 "case 2"
+kill_two h2 h3 c2.a
+finish
+expect_rc c2.a 0 "two hosts of one 3+1 group lost, --restarts 1"
+expect_line c2.a 'ft-restore: .*cannot be rebuilt.*the disk tier takes over: the relaunch resumes from version [0-9]+ \(step 8\)' "ft-restore"
+expect_line c2.a 'restoring from the disk tier, version [0-9]+ \(step 8\)' "relaunch"
+expect_resumed c2.a 8 8 "relaunch"
+expect_digest c2.a "resumed from disk after two losses"
+ok "resumed from step 8 on disk after h2 and h3 were lost, digest $REF"
+
+begin "3. the newest version on disk damaged: the older one is used"
+up c3 4
+export FT_JOB=damaged$$
+launch c3.a 12 --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c3.a 0 "12 steps with --persist"
+persisted 12 || fail "case 3: step 12 is not complete on disk"
+newest=$(ls -d "$PERSIST/$FT_JOB"/v*.e* | sort -t v -k2 -n | tail -1)
+printf '\x5a' | dd of="$newest/rank1" bs=1 seek=1000 conv=notrunc status=none ||
+  fail "case 3: cannot damage $newest/rank1"
+up c3 4
+launch c3.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c3.b 0 "relaunch over a damaged newest version"
+expect_line c3.b "persisted version [0-9]+ \\(step 12\\) cannot be restored: .*$(basename "$newest")/rank1: block 0" "the damaged file named"
+expect_resumed c3.b 2 10 "relaunch"
+expect_digest c3.b "resumed from the older version"
+ok "step 12's rank1 damaged: named, resumed from step $RESUMED, digest $REF"
+
+begin "4. an SMP killed in the middle of a flush: the version before is whole and used"
+up c4 4
+export FT_JOB=midflush$$
+FT_FAULT=flush:3@h2 launch c4.a "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+[ "$RC" -ne 0 ] || die_with c4.a "h2's SMP killed in its third flush: the job still ended well"
+expect_line c4.a "fault point 'flush'" "the fault fired"
+complete=$(ls "$PERSIST/$FT_JOB"/v*/MANIFEST 2>/dev/null | wc -l)
+dirs=$(ls -d "$PERSIST/$FT_JOB"/v*.e* | wc -l)
+[ "$complete" -ge 1 ] && [ "$dirs" -gt "$complete" ] ||
+  { ls -lR "$PERSIST/$FT_JOB"; fail "case 4: expected complete versions and the interrupted one ($complete of $dirs)"; }
+up c4 4
+launch c4.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c4.b 0 "relaunch on a new cluster"
+expect_line c4.b 'restoring from the disk tier' "relaunch"
+expect_resumed c4.b 2 18 "relaunch"
+expect_digest c4.b "resumed from the version before the interrupted flush"
+ok "flush interrupted on h2: resumed from step $RESUMED, digest $REF"
