@@ -125,6 +125,21 @@ static void json_stats(const ft__ctl_stats_t *st) {
          (unsigned long long)st->last_bytes_recv);
 }
 
+static void json_persist(const ft__ctl_persist_t *p) {
+  printf(",\"persist\":{\"enabled\":%s,\"status\":\"%s\",\"flushing\":%llu,"
+         "\"version\":%llu,\"step\":%llu,\"complete\":%llu,\"flushes\":%llu,"
+         "\"abandoned\":%llu,\"failed\":%llu,\"bytes\":%llu,\"seconds\":%.6f,"
+         "\"message\":",
+         p->enabled ? "true" : "false", ft_err_name(p->status),
+         (unsigned long long)p->flushing, (unsigned long long)p->version,
+         (unsigned long long)p->step, (unsigned long long)p->complete,
+         (unsigned long long)p->flushes, (unsigned long long)p->abandoned,
+         (unsigned long long)p->failed, (unsigned long long)p->bytes,
+         p->seconds);
+  json_str(p->msg);
+  printf("}");
+}
+
 static void json_ctl(const view_t *v) {
   const ft__ctl_t *c = v->ctl;
   printf(",\"smp\":{\"pid\":%u,\"running\":%s,\"phase\":\"%s\",\"node\":%u,"
@@ -137,6 +152,7 @@ static void json_ctl(const view_t *v) {
   json_str(c->binding);
   printf(",");
   json_stats(&c->stats);
+  json_persist(&c->persist);
   printf(",\"trainers\":[");
   for (uint32_t i = 0; i < c->nlocal && i < FT_MAX_LOCAL; i++)
     printf("%s{\"rank\":%u,\"pid\":%u,\"written_version\":%llu,"
@@ -221,6 +237,22 @@ static void print_ctl(const view_t *v) {
          st->last_crc, st->last_transfer, st->last_encode, st->last_commit,
          (unsigned long long)st->bytes_sent, (unsigned long long)st->bytes_recv,
          st->cpu_s);
+  const ft__ctl_persist_t *p = &c->persist;
+  if (!p->enabled)
+    return;
+  printf("disk tier: %llu flush(es) (%llu abandoned, %llu failed), last "
+         "flushed version %llu (step %llu), %llu B in %.3f s; newest seen "
+         "complete on disk: %llu%s",
+         (unsigned long long)p->flushes, (unsigned long long)p->abandoned,
+         (unsigned long long)p->failed, (unsigned long long)p->version,
+         (unsigned long long)p->step, (unsigned long long)p->bytes, p->seconds,
+         (unsigned long long)p->complete,
+         p->flushing ? "; flushing now" : "");
+  if (p->flushing)
+    printf(" version %llu", (unsigned long long)p->flushing);
+  printf("\n");
+  if (p->msg[0])
+    printf("disk tier: %s\n", p->msg);
 }
 
 static void print_table(const view_t *v, const char *host) {

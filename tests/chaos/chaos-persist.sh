@@ -14,11 +14,17 @@
 #      snapshot out, so the flush of step 8 cannot be abandoned); h2 and h3
 #      are killed; ft-launch --restarts 1 runs ft-restore, which says it
 #      resumes from the disk tier and which steps are lost; the job resumes
-#      from step 8 on the survivors plus the spare and ends with the
+#      from step 8 on the survivors and the two spares, and ends with the
 #      fault-free digest.
 #   3. The newest version on disk damaged (one byte of a rank file
 #      flipped): the relaunch names the file, resumes from the older
 #      version, and ends with the fault-free digest.
+#   4. An SMP killed in the middle of a flush (FT_FAULT=flush:3@h2): that
+#      version has no MANIFEST; after the whole cluster is lost the version
+#      before it is used, with the fault-free digest.
+#   5. The job's persist directory cannot be written (chattr +i): every
+#      flush fails and says so in the SMP's log and in ft-status; the job
+#      ends well.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -111,3 +117,22 @@ expect_line c4.b 'restoring from the disk tier' "relaunch"
 expect_resumed c4.b 2 18 "relaunch"
 expect_digest c4.b "resumed from the version before the interrupted flush"
 ok "flush interrupted on h2: resumed from step $RESUMED, digest $REF"
+
+begin "5. a persist directory that cannot be written: reported, training goes on"
+up c5 4
+export FT_JOB=blocked$$
+mkdir -m 700 "$PERSIST/$FT_JOB" || fail "mkdir"
+# The job's directory immutable (chattr +i: not even root writes in it):
+# every flush fails to make its version's directory.
+trap 'chattr -i "$PERSIST/$FT_JOB" 2>/dev/null; cleanup' EXIT
+chattr +i "$PERSIST/$FT_JOB" 2>/dev/null ||
+  { echo "SKIP case 5: chattr +i is not supported on $PERSIST"; exit 0; }
+launch c5.a 12 --job "$FT_JOB" --persist "$PERSIST"
+chattr -i "$PERSIST/$FT_JOB"
+expect_rc c5.a 0 "12 steps while no flush can be written"
+expect_line c5.a "flush of version 1 failed: .*$PERSIST/$FT_JOB/v1\\.e1: mkdir: Operation not permitted; training goes on" "the SMP's log"
+ft-cluster exec --name "$CL" h1 ft-status --job "$FT_JOB" >"$WORK/c5.status" 2>&1 ||
+  { cat "$WORK/c5.status"; fail "case 5: ft-status on h1"; }
+expect_line c5.status '^disk tier: 0 flush\(es\) \(0 abandoned, [1-9][0-9]* failed\)' "ft-status"
+expect_line c5.status '^disk tier: flush of version [0-9]+ failed: ' "ft-status's message"
+ok "every flush failed, each reported in the log and ft-status; the job ended well"
