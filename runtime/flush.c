@@ -40,6 +40,8 @@ struct ft__flush {
   double seconds;
   uint64_t done_version;
   char msg[512];
+  char said[512]; /* the last failure logged: the same one again is only
+                   * counted (ft-status), not logged once a version */
 };
 
 ft__flush_t *ft__flush_new(const char *root, const char *job, int keep,
@@ -159,6 +161,7 @@ static void report(ft__flush_t *f) {
   st->flushing = 0;
   st->status = f->rc;
   if (f->rc == FT_OK) {
+    f->said[0] = '\0';
     st->flushes++;
     st->version = d->version, st->step = d->step;
     st->bytes = f->bytes, st->seconds = f->seconds;
@@ -182,8 +185,17 @@ static void report(ft__flush_t *f) {
     st->failed++;
     snprintf(st->msg, sizeof(st->msg), "flush of version %" PRIu64
              " failed: %.200s", d->version, f->msg);
-    FT_LOGW(f->log, "%s; training goes on, protected in memory only",
-            st->msg);
+    /* The same cause again (a full or unwritable directory fails every
+     * flush): counted, not logged each time. */
+    char cause[512];
+    ft__persist_dirname(d->version, d->epoch, cause, sizeof(cause));
+    const char *at = strstr(f->msg, cause);
+    snprintf(cause, sizeof(cause), "%s", at ? at + strlen(cause) : f->msg);
+    if (strcmp(cause, f->said) != 0)
+      FT_LOGW(f->log, "%s; training goes on, protected in memory only (the "
+              "same failure again is counted in ft-status, not logged)",
+              st->msg);
+    snprintf(f->said, sizeof(f->said), "%s", cause);
   }
 }
 

@@ -131,6 +131,8 @@ launch c5.a 12 --job "$FT_JOB" --persist "$PERSIST"
 chattr -i "$PERSIST/$FT_JOB"
 expect_rc c5.a 0 "12 steps while no flush can be written"
 expect_line c5.a "flush of version 1 failed: .*$PERSIST/$FT_JOB/v1\\.e1: mkdir: Operation not permitted; training goes on" "the SMP's log"
+[ "$(grep -c 'flush of version [0-9]* failed' "$WORK/c5.a")" -eq 4 ] ||
+  die_with c5.a "case 5: one warning per SMP expected, the same failure again only counted"
 ft-cluster exec --name "$CL" h1 ft-status --job "$FT_JOB" >"$WORK/c5.status" 2>&1 ||
   { cat "$WORK/c5.status"; fail "case 5: ft-status on h1"; }
 expect_line c5.status '^disk tier: 0 flush\(es\) \(0 abandoned, [1-9][0-9]* failed\)' "ft-status"
