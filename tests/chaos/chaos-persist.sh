@@ -22,6 +22,11 @@
 #   4. An SMP killed in the middle of a flush (FT_FAULT=flush:3@h2): that
 #      version has no MANIFEST; after the whole cluster is lost the version
 #      before it is used, with the fault-free digest.
+#   6. Onto fewer ranks: a 4-node job's version of step 12 on disk, then a
+#      new cluster of 3 hosts: the relaunch re-slices it (global tensors by
+#      their place, private buffers from the rank of the same number, the
+#      rules of a shrink) and ends with the digest of the same job shrunk
+#      to 3 nodes in memory at step 12 (ft-restore --mode shrink).
 #   5. The job's persist directory cannot be written (chattr +i): every
 #      flush fails and says so in the SMP's log and in ft-status; the job
 #      ends well.
@@ -138,3 +143,29 @@ ft-cluster exec --name "$CL" h1 ft-status --job "$FT_JOB" >"$WORK/c5.status" 2>&
 expect_line c5.status '^disk tier: 0 flush\(es\) \(0 abandoned, [1-9][0-9]* failed\)' "ft-status"
 expect_line c5.status '^disk tier: flush of version [0-9]+ failed: ' "ft-status's message"
 ok "every flush failed, each reported in the log and ft-status; the job ended well"
+
+begin "6. a 4-node job's version on disk restored onto 3 nodes"
+up c6 4
+# The reference: 12 steps on 4 nodes, shrunk in memory to h1 h2 h3
+# (ft-restore --mode shrink, h4 left out), 8 more steps there.
+export FT_JOB=ref6$$
+launch c6.r1 12 --job "$FT_JOB"
+expect_rc c6.r1 0 "reference: 12 steps on 4 nodes"
+restore "h1 h2 h3" c6.r2 --mode shrink
+expect_rc c6.r2 0 "reference: ft-restore --mode shrink on h1 h2 h3"
+on "h1 h2 h3" 2 c6.r3 ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}"
+expect_rc c6.r3 0 "reference: relaunch on h1 h2 h3"
+expect_resumed c6.r3 12 12 "reference"
+REF=$(digest_of c6.r3)
+[ -n "$REF" ] || die_with c6.r3 "reference printed no digest"
+export FT_JOB=fewer$$
+launch c6.a 12 --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c6.a 0 "12 steps on 4 nodes with --persist"
+persisted 12 || fail "case 6: step 12 is not complete on disk"
+up c6 3
+launch c6.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c6.b 0 "relaunch on 3 nodes"
+expect_line c6.b 'restoring from the disk tier, version [0-9]+ \(step 12\)' "relaunch"
+expect_resumed c6.b 12 12 "relaunch"
+expect_digest c6.b "4 -> 3 nodes from disk"
+ok "re-sliced from disk onto 3 nodes: the digest of the in-memory shrink, $REF"
