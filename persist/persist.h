@@ -15,8 +15,11 @@
  *                                its node manifest gives
  *       node<N>                  node N's manifest: its ranks' buffer tables
  *                                (names, sizes, offsets, places in global
- *                                tensors), each rank file's size, CRC64 and
- *                                the CRC64 of every FT_PERSIST_BLOCK bytes
+ *                                tensors), each rank file's size, the
+ *                                CRC64 of every FT_PERSIST_BLOCK bytes of
+ *                                it, and its file CRC: the CRC64 of those
+ *                                block CRCs in order (every byte covered
+ *                                once, with one pass over the data)
  *       MANIFEST                 the version's manifest: job, run, version,
  *                                step, epoch, node count and the CRC64 of
  *                                every node manifest
@@ -58,7 +61,7 @@ typedef struct ft__prank {
   uint32_t rank;        /* app rank */
   uint32_t nbufs;
   uint64_t bytes;       /* the rank file's size: its region */
-  uint64_t crc;         /* CRC64 of the whole file */
+  uint64_t crc;         /* the file's CRC: CRC64 of block_crc[] */
   uint64_t *block_crc;  /* [ft__persist_blocks(bytes)] */
   ft__buf_rec_t *bufs;  /* [nbufs]: offsets inside the file */
 } ft__prank_t;

@@ -121,7 +121,10 @@ static int stage_all(ft_ctx_t *c, uint8_t *stage, char *msg, size_t msglen) {
     if ((rc = ft__reslice_plan_buffer(c, reg, x.ranks, x.nranks, me, &w, &nw,
                                       &cap)))
       ft__msgf(rc, msg, msglen,
-               "buffer '%s' cannot be restored from %s/%s (see above)",
+               "buffer '%s' cannot be restored from %s/%s (see above): "
+               "relaunch with the model and flags that wrote it, or start "
+               "over with --fresh (FT_FRESH=1), which discards the job's "
+               "persisted versions",
                c->regs[reg].name, x.job.path, x.v.name);
   if (rc == FT_OK)
     rc = read_pieces(c, &x, w, nw, stage, msg, msglen);

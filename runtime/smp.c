@@ -1343,15 +1343,26 @@ static void maybe_flush(smp_t *s, uint64_t v) {
   flush_due(s);
 }
 
+/* Wait for the running flush with heartbeats: the other SMPs, some of
+ * them still waiting for their trainers to finish, hear this one while it
+ * writes (a silence in them is theirs to judge; this one only finishes). */
+static void wait_flush(smp_t *s) {
+  while (ft__flush_busy(s->flush)) {
+    ft__flush_poll(s->flush);
+    ft__pulse_poll(&s->pulse);
+    ft__ctl_wait(s->ctl, ft__ctl_seq(s->ctl), 0.05);
+  }
+}
+
 /* The job ends: the newest committed version goes to disk whole before
  * the SMP exits (a job stopped now resumes from it next time). */
 static void final_flush(smp_t *s) {
-  ft__flush_wait(s->flush);
+  wait_flush(s);
   if (!s->flush || !s->committed || !s->layout_done ||
       ft__flush_done_version(s->flush) >= s->committed)
     return;
   start_flush(s, s->committed);
-  ft__flush_wait(s->flush);
+  wait_flush(s);
 }
 
 /* The hold points an SMP passes in protect() (hold.h). */
