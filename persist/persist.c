@@ -545,27 +545,36 @@ static int newer_first(const void *a, const void *b) {
   return x->version > y->version ? -1 : x->version < y->version;
 }
 
-/* The MANIFEST of version directory name, into v: 0, or -1. */
+/* The MANIFEST of version directory name, into v: 0, or -1 with why in
+ * msg (may be NULL; *status, when not NULL, its status). */
 static int read_version(const ft__dir_t *jobdir, const char *name,
-                        ft__pversion_t *v) {
+                        ft__pversion_t *v, int *status, char *msg,
+                        size_t msglen) {
   ft__dir_t vd;
-  if (ft__dir_sub(jobdir, name, 0, &vd, NULL, 0) != FT_OK)
-    return -1;
+  int rc = ft__dir_sub(jobdir, name, 0, &vd, msg, msglen);
+  char path[sizeof(vd.path) + 16];
+  snprintf(path, sizeof(path), "%s/%s", vd.path, FT_PERSIST_MANIFEST);
   uint8_t *buf = NULL;
   size_t len = 0;
-  int rc = read_named(&vd, FT_PERSIST_MANIFEST, &buf, &len, NULL, 0);
   if (rc == FT_OK)
-    rc = ft__pversion_decode(buf, len, v, name, NULL, 0);
-  uint64_t ver, ep;
+    rc = read_named(&vd, FT_PERSIST_MANIFEST, &buf, &len, msg, msglen);
+  if (rc == FT_OK)
+    rc = ft__pversion_decode(buf, len, v, path, msg, msglen);
+  uint64_t ver = 0, ep = 0;
   ft__persist_parse_dirname(name, &ver, &ep);
   if (rc == FT_OK && (v->version != ver || v->epoch != ep))
-    rc = FT_ECORRUPT; /* a MANIFEST that is not this directory's */
+    rc = ft__msgf(FT_ECORRUPT, msg, msglen,
+                  "%s: describes version %" PRIu64 " of epoch %" PRIu64
+                  ", not its directory's",
+                  path, v->version, v->epoch);
   if (rc == FT_OK)
     snprintf(v->name, sizeof(v->name), "%s", name);
   else
     ft__pversion_clear(v);
   ft__free(buf);
   ft__dir_close(&vd);
+  if (status)
+    *status = rc;
   return rc == FT_OK ? 0 : -1;
 }
 
@@ -615,7 +624,7 @@ int ft__persist_list(const ft__dir_t *jobdir, ft__pversion_t **out, int *n,
       *out = g;
     }
     memset(&(*out)[*n], 0, sizeof(**out));
-    if (read_version(jobdir, e->d_name, &(*out)[*n]) == 0)
+    if (read_version(jobdir, e->d_name, &(*out)[*n], NULL, NULL, 0) == 0)
       (*n)++;
   }
   closedir(d);
@@ -626,6 +635,80 @@ int ft__persist_list(const ft__dir_t *jobdir, ft__pversion_t **out, int *n,
   }
   if (*n)
     qsort(*out, (size_t)*n, sizeof(**out), newer_first);
+  return FT_OK;
+}
+
+static int parse_number(const char *s, uint64_t *out) {
+  const char *p = s;
+  return parse_u64(&p, out) == 0 && *p == '\0' ? 0 : -1;
+}
+
+int ft__persist_find(const ft__pversion_t *v, int n, const char *name,
+                     int *idx) {
+  uint64_t num, ep;
+  int by_dir = ft__persist_parse_dirname(name, &num, &ep) == 0;
+  if (!by_dir && parse_number(name, &num) != 0)
+    return FT_EINVAL;
+  for (int i = 0; i < n; i++) /* newest first: a number's newest epoch */
+    if (v[i].version == num && (!by_dir || v[i].epoch == ep)) {
+      *idx = i;
+      return FT_OK;
+    }
+  return FT_ENOENT;
+}
+
+/* What directory name of the job is, when ft__persist_list leaves it out:
+ * 0 gone meanwhile (pruned), 1 incomplete (no MANIFEST), 2 damaged (why in
+ * msg), -1 a version. */
+static int unlisted_kind(const ft__dir_t *jobdir, const char *name, char *msg,
+                         size_t msglen) {
+  ft__dir_t vd;
+  int rc = ft__dir_sub(jobdir, name, 0, &vd, msg, msglen);
+  if (rc == FT_ENOENT)
+    return 0;
+  if (rc)
+    return 2;
+  int fd = ft__store_openat(&vd, FT_PERSIST_MANIFEST, O_RDONLY, 0);
+  int err = errno;
+  ft__dir_close(&vd);
+  if (fd >= 0)
+    close(fd);
+  else if (err == ENOENT)
+    return 1;
+  ft__pversion_t v = {0};
+  int kind = read_version(jobdir, name, &v, NULL, msg, msglen) == 0 ? -1 : 2;
+  ft__pversion_clear(&v);
+  return kind;
+}
+
+int ft__persist_unlisted(const ft__dir_t *jobdir, int *incomplete, int *damaged,
+                         char *msg, size_t msglen) {
+  *incomplete = *damaged = 0;
+  DIR *d = open_listing(jobdir, msg, msglen);
+  if (!d)
+    return ft__from_errno(errno);
+  if (msg && msglen)
+    msg[0] = '\0';
+  uint64_t best_ver = 0, best_ep = 0;
+  struct dirent *e;
+  char why[512];
+  while ((e = readdir(d))) {
+    uint64_t ver, ep;
+    if (ft__persist_parse_dirname(e->d_name, &ver, &ep) != 0)
+      continue;
+    int kind = unlisted_kind(jobdir, e->d_name, why, sizeof(why));
+    *incomplete += kind == 1;
+    if (kind != 2)
+      continue;
+    /* the newest damaged one's message: the one a user looks at first */
+    if (!*damaged || ep > best_ep || (ep == best_ep && ver > best_ver)) {
+      best_ver = ver, best_ep = ep;
+      if (msg && msglen)
+        snprintf(msg, msglen, "%s", why);
+    }
+    (*damaged)++;
+  }
+  closedir(d);
   return FT_OK;
 }
 
