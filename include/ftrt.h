@@ -182,6 +182,81 @@ FT_EXTERN int ft_restore(ft_ctx_t *ctx, uint64_t *step);
  */
 FT_EXTERN int ft_finalize(ft_ctx_t *ctx);
 
+/*
+ * Reading a persisted version (the disk tier, FT_PERSIST_DIR), without MPI
+ * and without a job: what ft-persist export and the Python package's
+ * load_persisted use.  Not collective; any process of the directory's
+ * owner may call it, while the job runs or after it ended.
+ *
+ * A version is read as tensors: a buffer registered as a slice of a global
+ * tensor (global_bytes != 0) once, whole, every rank's slice in its place
+ * (where replicated slices overlap, the lowest-offset one's bytes are
+ * taken, as a re-slicing restore takes them); a private buffer once for
+ * each rank that registered it.  Every byte handed out was read in a 4 MiB
+ * block that passed its CRC64.
+ */
+typedef struct ft_persisted ft_persisted_t;
+
+typedef struct {
+  char dir[64]; /* the version's directory under the job's: "v<V>.e<E>" */
+  uint64_t version, step, epoch, run;
+  uint32_t nnodes, nranks;
+  uint64_t bytes; /* every rank file together */
+  size_t ntensors;
+} ft_persisted_info_t;
+
+typedef struct {
+  const char *name; /* as registered; valid until ft_persisted_close */
+  int64_t rank;     /* the rank that registered it; -1 for a global tensor */
+  uint64_t bytes;   /* the whole tensor's */
+  uint32_t kind;    /* ft_buf_kind_t */
+  uint32_t nslices; /* global: slices it is put together from; private: 0 */
+} ft_persisted_tensor_t;
+
+typedef struct {
+  uint32_t rank;          /* the rank that registered the slice */
+  uint64_t global_offset; /* its place in the global tensor */
+  uint64_t bytes;
+} ft_persisted_slice_t;
+
+/*
+ * Open a version of job under dir (FT_PERSIST_DIR; the job's directory is
+ * dir/job) into *out.  version: NULL or "latest", the newest complete
+ * version whose every file verifies (each newer one is read whole and
+ * skipped when it fails; on FT_OK msg then names what was skipped and why,
+ * and is "" when nothing was); "N", the newest version numbered N (a
+ * version number recurs across launch epochs after a restore from disk);
+ * "vN.eE", that directory.
+ * Statuses: FT_ENOENT no such directory, job or version, or no complete
+ * version; FT_ECONFIG dir refused (not this user's private directory, as a
+ * store root is checked); FT_ECORRUPT a manifest fails its checks, or
+ * ("latest") no version verifies; FT_EMISMATCH a global tensor's slices
+ * leave bytes out (msg names them) or disagree on its size or kind, or a
+ * name is both a slice and private; FT_EINVAL a malformed version;
+ * FT_ENOMEM.  msg (may be NULL) says what, where and why.  *out is NULL on
+ * failure.
+ */
+FT_EXTERN int ft_persisted_open(const char *dir, const char *job,
+                                const char *version, ft_persisted_t **out,
+                                char *msg, size_t msglen);
+FT_EXTERN void ft_persisted_info(const ft_persisted_t *p,
+                                 ft_persisted_info_t *info);
+/* Tensor i (0 <= i < ntensors) and slice j of a global tensor (0 <= j <
+ * nslices, by offset): FT_ERANGE past the end. */
+FT_EXTERN int ft_persisted_tensor(const ft_persisted_t *p, size_t i,
+                                  ft_persisted_tensor_t *t);
+FT_EXTERN int ft_persisted_slice(const ft_persisted_t *p, size_t i, uint32_t j,
+                                 ft_persisted_slice_t *s);
+/* len bytes of tensor i from offset off into dst: FT_ECORRUPT naming the
+ * file and block that fails its CRC (what dst holds is then undefined),
+ * FT_ENOENT or FT_EIO for a file gone or unreadable (pruned meanwhile),
+ * FT_ERANGE past the tensor's end.  Not thread-safe on one handle. */
+FT_EXTERN int ft_persisted_read(ft_persisted_t *p, size_t i, uint64_t off,
+                                uint64_t len, void *dst, char *msg,
+                                size_t msglen);
+/* NULL is allowed. */
+FT_EXTERN void ft_persisted_close(ft_persisted_t *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -585,6 +585,17 @@ int ft__persist_read_version(const ft__dir_t *jobdir, const char *name,
   return rc;
 }
 
+/* ft__persist_read_version as ft__persist_unlisted counts: 0, or -1 with
+ * *status (when not NULL) and why in msg (may be NULL). */
+static int read_version(const ft__dir_t *jobdir, const char *name,
+                        ft__pversion_t *v, int *status, char *msg,
+                        size_t msglen) {
+  int rc = ft__persist_read_version(jobdir, name, v, msg, msglen);
+  if (status)
+    *status = rc;
+  return rc == FT_OK ? 0 : -1;
+}
+
 void ft__persist_list_free(ft__pversion_t *v, int n) {
   for (int i = 0; v && i < n; i++)
     ft__pversion_clear(&v[i]);
@@ -643,6 +654,80 @@ int ft__persist_list(const ft__dir_t *jobdir, ft__pversion_t **out, int *n,
   }
   if (*n)
     qsort(*out, (size_t)*n, sizeof(**out), newer_first);
+  return FT_OK;
+}
+
+static int parse_number(const char *s, uint64_t *out) {
+  const char *p = s;
+  return parse_u64(&p, out) == 0 && *p == '\0' ? 0 : -1;
+}
+
+int ft__persist_find(const ft__pversion_t *v, int n, const char *name,
+                     int *idx) {
+  uint64_t num, ep;
+  int by_dir = ft__persist_parse_dirname(name, &num, &ep) == 0;
+  if (!by_dir && parse_number(name, &num) != 0)
+    return FT_EINVAL;
+  for (int i = 0; i < n; i++) /* newest first: a number's newest epoch */
+    if (v[i].version == num && (!by_dir || v[i].epoch == ep)) {
+      *idx = i;
+      return FT_OK;
+    }
+  return FT_ENOENT;
+}
+
+/* What directory name of the job is, when ft__persist_list leaves it out:
+ * 0 gone meanwhile (pruned), 1 incomplete (no MANIFEST), 2 damaged (why in
+ * msg), -1 a version. */
+static int unlisted_kind(const ft__dir_t *jobdir, const char *name, char *msg,
+                         size_t msglen) {
+  ft__dir_t vd;
+  int rc = ft__dir_sub(jobdir, name, 0, &vd, msg, msglen);
+  if (rc == FT_ENOENT)
+    return 0;
+  if (rc)
+    return 2;
+  int fd = ft__store_openat(&vd, FT_PERSIST_MANIFEST, O_RDONLY, 0);
+  int err = errno;
+  ft__dir_close(&vd);
+  if (fd >= 0)
+    close(fd);
+  else if (err == ENOENT)
+    return 1;
+  ft__pversion_t v = {0};
+  int kind = read_version(jobdir, name, &v, NULL, msg, msglen) == 0 ? -1 : 2;
+  ft__pversion_clear(&v);
+  return kind;
+}
+
+int ft__persist_unlisted(const ft__dir_t *jobdir, int *incomplete, int *damaged,
+                         char *msg, size_t msglen) {
+  *incomplete = *damaged = 0;
+  DIR *d = open_listing(jobdir, msg, msglen);
+  if (!d)
+    return ft__from_errno(errno);
+  if (msg && msglen)
+    msg[0] = '\0';
+  uint64_t best_ver = 0, best_ep = 0;
+  struct dirent *e;
+  char why[512];
+  while ((e = readdir(d))) {
+    uint64_t ver, ep;
+    if (ft__persist_parse_dirname(e->d_name, &ver, &ep) != 0)
+      continue;
+    int kind = unlisted_kind(jobdir, e->d_name, why, sizeof(why));
+    *incomplete += kind == 1;
+    if (kind != 2)
+      continue;
+    /* the newest damaged one's message: the one a user looks at first */
+    if (!*damaged || ep > best_ep || (ep == best_ep && ver > best_ver)) {
+      best_ver = ver, best_ep = ep;
+      if (msg && msglen)
+        snprintf(msg, msglen, "%s", why);
+    }
+    (*damaged)++;
+  }
+  closedir(d);
   return FT_OK;
 }
 

@@ -169,6 +169,21 @@ void ft__persist_list_free(ft__pversion_t *v, int n);
 int ft__persist_read_version(const ft__dir_t *jobdir, const char *name,
                              ft__pversion_t *v, char *msg, size_t msglen);
 
+/* Which of v[0..n) (ft__persist_list's order) name names: "N" the newest
+ * numbered N (a number recurs across epochs after a restore from disk),
+ * "v<V>.e<E>" that directory.  FT_OK with *idx, FT_ENOENT when none is,
+ * FT_EINVAL for a name that is neither. */
+int ft__persist_find(const ft__pversion_t *v, int n, const char *name,
+                     int *idx);
+
+/* The version directories ft__persist_list leaves out: *incomplete of
+ * them have no MANIFEST (a flush interrupted, or still being written),
+ * *damaged have one that does not read back or is not its directory's (or
+ * are no private directory).  On FT_OK msg (may be NULL) says why for the
+ * newest damaged one, "" when none is. */
+int ft__persist_unlisted(const ft__dir_t *jobdir, int *incomplete, int *damaged,
+                         char *msg, size_t msglen);
+
 /* Node manifest N of version v, checked against the CRC its MANIFEST
  * gives.  msg may be NULL. */
 int ft__persist_read_node(const ft__dir_t *jobdir, const ft__pversion_t *v,

@@ -39,10 +39,12 @@ import sys
 
 from ._lib import Busy, Error, NoSnapshot, TimedOut, BufOpts, check, lib
 from ._lib import err_name, strerror
+from .persisted import PersistedState, load_persisted
 
 __all__ = ["init", "Context", "Counters", "Error", "NoSnapshot", "Busy",
            "TimedOut", "init_process_group", "err_name", "strerror",
-           "KIND_PARAM", "KIND_OPTIM", "KIND_RNG", "KIND_OTHER", "NAME_MAX"]
+           "KIND_PARAM", "KIND_OPTIM", "KIND_RNG", "KIND_OTHER", "NAME_MAX",
+           "load_persisted", "PersistedState"]
 
 KIND_PARAM, KIND_OPTIM, KIND_RNG, KIND_OTHER = 0, 1, 2, 3
 MEM_HOST, MEM_CUDA = 0, 1

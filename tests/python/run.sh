@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The Python package's tests (pytest): tests/python/test_units.py without
-# MPI, then tests/python/test_mpi.py under mpirun -np 2 (an SMP and a
-# trainer on a private store) in sync and in lazy capture.  Skips (77)
-# when the interpreter ftrt was configured with (ft-python) lacks torch,
-# mpi4py, numpy or pytest.
+# The Python package's tests (pytest): tests/python/test_units.py and
+# test_persist.py without MPI, then tests/python/test_mpi.py under mpirun
+# -np 2 (an SMP and a trainer on a private store) in sync and in lazy
+# capture.  Skips (77) when the interpreter ftrt was configured with
+# (ft-python) lacks torch, mpi4py, numpy or pytest.
 set -uo pipefail
 SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BLD=${FTRT_TOP_BUILDDIR:-$SRC}
@@ -23,6 +23,8 @@ mkdir -m 700 "$FT_STORE_ROOT"
 PYTEST=(-m pytest -q -p no:cacheprovider)
 rc=0
 timeout 300 "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_units.py" || rc=1
+# ftrt.load_persisted, on versions tests/mpi/persist-write makes
+FTRT_TOP_BUILDDIR=$BLD timeout 300 "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_persist.py" || rc=1
 for mode in sync lazy; do
   echo "# test_mpi.py, FT_CAPTURE=$mode"
   # Rank 0 becomes the SMP inside the fixture: its pytest output is not the
