@@ -34,7 +34,7 @@ typedef struct pnode_fixed {
   char magic[8];
   uint32_t format, node, nnodes, ntrainers, nranks, pad;
   char job[FT_JOB_MAX];
-  uint64_t run, version, step, epoch, block_bytes, total_bytes;
+  uint64_t run, version, step, epoch, block_bytes, total_bytes, nonce;
 } pnode_fixed_t;
 
 typedef struct prank_fixed {
@@ -138,7 +138,8 @@ int ft__pnode_encode(const ft__pnode_t *n, uint8_t **out, size_t *len) {
                      .step = n->step,
                      .epoch = n->epoch,
                      .block_bytes = FT_PERSIST_BLOCK,
-                     .total_bytes = total};
+                     .total_bytes = total,
+                     .nonce = n->nonce};
   memcpy(f.magic, PNODE_MAGIC, 8);
   snprintf(f.job, sizeof(f.job), "%s", n->job);
   put(&p, &f, sizeof(f));
@@ -243,6 +244,7 @@ static int decode_pnode(const uint8_t *buf, size_t len, ft__pnode_t *n,
   memcpy(n->job, f.job, sizeof(n->job));
   n->run = f.run, n->version = f.version, n->step = f.step;
   n->epoch = f.epoch, n->node = f.node, n->nnodes = f.nnodes;
+  n->nonce = f.nonce;
   n->ntrainers = f.ntrainers;
   n->ranks = ft__calloc(f.nranks ? f.nranks : 1, sizeof(*n->ranks));
   if (!n->ranks)
@@ -353,8 +355,20 @@ int ft__persist_open(const char *root, const char *job, int create,
   }
   int rc = ft__store_open_dir(root, dir, create, jobdir, msg, msglen);
   if (rc && rc != FT_ENOENT && msg && msglen) {
-    char why[512];
+    /* store.c's advice names the store root: here it is this directory */
+    char why[512], out[600];
     snprintf(why, sizeof(why), "%s", msg);
+    size_t o = 0;
+    for (const char *p = why; *p && o + 16 < sizeof(out);) {
+      if (strncmp(p, "FT_STORE_ROOT", 13) == 0) {
+        memcpy(out + o, "FT_PERSIST_DIR", 14);
+        o += 14, p += 13;
+      } else {
+        out[o++] = *p++;
+      }
+    }
+    out[o] = '\0';
+    snprintf(why, sizeof(why), "%s", out);
     ft__msgf(rc, msg, msglen, "FT_PERSIST_DIR: %s", why);
   }
   return rc;
@@ -482,7 +496,8 @@ static int read_named(const ft__dir_t *dir, const char *name, uint8_t **buf,
 static int same_version(const ft__pnode_t *a, const ft__pnode_t *b) {
   return strcmp(a->job, b->job) == 0 && a->run == b->run &&
          a->version == b->version && a->step == b->step &&
-         a->epoch == b->epoch && a->nnodes == b->nnodes &&
+         a->epoch == b->epoch && a->nonce == b->nonce &&
+         a->nnodes == b->nnodes &&
          a->ntrainers == b->ntrainers;
 }
 
@@ -900,6 +915,14 @@ static int remove_version(const ft__dir_t *jobdir, const char *name,
                           char *msg, size_t msglen) {
   char path[sizeof(jobdir->path) + 300];
   snprintf(path, sizeof(path), "%s/%s", jobdir->path, name);
+  /* Its MANIFEST first: a removal cut short leaves no listed version with
+   * files missing. */
+  ft__dir_t vd;
+  if (ft__dir_sub(jobdir, name, 0, &vd, NULL, 0) == FT_OK) {
+    unlinkat(vd.fd, FT_PERSIST_MANIFEST, 0);
+    fsync(vd.fd);
+    ft__dir_close(&vd);
+  }
   return ft__store_remove_dir(jobdir->fd, name, path, msg, msglen);
 }
 

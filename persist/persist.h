@@ -70,6 +70,8 @@ typedef struct ft__prank {
 typedef struct ft__pnode {
   char job[FT_JOB_MAX];
   uint64_t run, version, step, epoch;
+  uint64_t nonce; /* the flushing launch's: a MANIFEST joins node
+                   * manifests of one launch only */
   uint32_t node, nnodes;
   uint32_t ntrainers; /* ranks of the whole job */
   uint32_t nranks;    /* ranks of this node */

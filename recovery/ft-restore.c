@@ -153,7 +153,8 @@ static void restore_silent(void *arg, const ft__pulse_t *p, int rank) {
  * FT_DISK_MARKER, which makes the relaunch drop what memory holds and
  * resume from disk (runtime/smp.c); nothing else changes.  Without one, the
  * refusal stands (FT_ETOOMANY).  Collective. */
-static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg) {
+static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
+                         int refused) {
   ft__dir_t job;
   ft__pversion_t *v = NULL;
   int n = 0;
@@ -166,10 +167,14 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg) {
     rc = FT_ENOENT;
   if ((rc = ft__agree(r->comm, rc)) == FT_OK) {
     r->disk_version = v[0].version, r->disk_step = v[0].step;
-    if (!r->opts.dry_run && r->dir.fd >= 0)
+    int mark = !r->opts.dry_run && r->dir.fd >= 0;
+    if (mark)
       rc = ft__store_write_file(&r->dir, FT_DISK_MARKER, cfg->persist_dir,
                                 strlen(cfg->persist_dir), msg, sizeof(msg));
-    rc = ft__agree_msg(r->comm, rc, msg, sizeof(msg));
+    /* Every live store marked, or none: a marker left alone would make
+     * its node give up memory the others still count on. */
+    if ((rc = ft__agree_msg(r->comm, rc, msg, sizeof(msg))) && mark)
+      ft__store_unlink(&r->dir, FT_DISK_MARKER, NULL, 0);
   }
   size_t used = strlen(r->msg);
   if (rc)
@@ -187,7 +192,7 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg) {
   r->disk = rc == FT_OK;
   ft__persist_list_free(v, n);
   ft__dir_close(&job);
-  return rc == FT_OK ? FT_OK : FT_ETOOMANY;
+  return rc == FT_OK ? FT_OK : refused;
 }
 
 static int exit_code(int rc) {
@@ -241,8 +246,16 @@ int main(int argc, char **argv) {
     arm_hold(&r, cfg.hold);
     rc = ft__restore_run(&r);
   }
-  if (rc == FT_ETOOMANY && cfg.persist_dir[0] && !r.opts.verify)
-    rc = disk_fallback(&r, &cfg);
+  /* More losses than the code rebuilds, or no version to rebuild (a launch
+   * that was restoring from disk lost a host before its first commit). */
+  if ((rc == FT_ETOOMANY || rc == FT_ENOSNAPSHOT) && cfg.persist_dir[0] &&
+      !r.opts.verify)
+    rc = disk_fallback(&r, &cfg, rc);
+  /* A version found or rebuilt in memory: a marker of an earlier
+   * hand-over is stale (the lost hosts came back). */
+  if (rc == FT_OK && !r.disk && !r.opts.dry_run && !r.opts.verify &&
+      r.dir.fd >= 0)
+    ft__store_unlink(&r.dir, FT_DISK_MARKER, NULL, 0);
   ft__restore_report(&r, rc);
   if (r.ctl) {
     ft__store32(&r.ctl->phase, FT_PHASE_DONE);

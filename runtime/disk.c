@@ -66,8 +66,8 @@ static int open_version(ft_ctx_t *c, version_t *x, char *msg, size_t msglen) {
   if (rc)
     return rc;
   x->nodes = ft__calloc(x->v.nnodes, sizeof(*x->nodes));
-  x->ranks = ft__calloc(x->v.ntrainers + 1, sizeof(*x->ranks));
-  x->src = ft__calloc(x->v.ntrainers + 1, sizeof(*x->src));
+  x->ranks = ft__calloc((size_t)x->v.ntrainers + 1, sizeof(*x->ranks));
+  x->src = ft__calloc((size_t)x->v.ntrainers + 1, sizeof(*x->src));
   if (!x->nodes || !x->ranks || !x->src)
     return ft__msgf(FT_ENOMEM, msg, msglen, "out of memory for the tables "
                     "of %u nodes", x->v.nnodes);
@@ -82,6 +82,10 @@ static int open_version(ft_ctx_t *c, version_t *x, char *msg, size_t msglen) {
     if (rc == FT_OK)
       rc = add_ranks(x, &x->nodes[i]);
   }
+  if (rc == FT_OK && (uint32_t)x->nranks != x->v.ntrainers)
+    rc = ft__msgf(FT_ECORRUPT, msg, msglen,
+                  "%s/%s: its nodes hold %d ranks, its MANIFEST says %u",
+                  x->job.path, x->v.name, x->nranks, x->v.ntrainers);
   return rc;
 }
 

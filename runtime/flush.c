@@ -17,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "ec/crc.h"
 
 struct ft__flush {
   char root[FT_PATH_MAX];
@@ -74,22 +75,90 @@ static int cancelled(void *arg) {
   return __atomic_load_n(&f->cancel, __ATOMIC_SEQ_CST);
 }
 
+/* pread exactly n bytes at off of the slot file. */
+static int read_slot(ft__flush_t *f, void *dst, size_t n, uint64_t off) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(f->fd, (uint8_t *)dst + got, n - got,
+                      (off_t)(off + got));
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return -1;
+    got += (size_t)k;
+  }
+  return 0;
+}
+
+/* The slot still holds the version, and its data chunks still have the
+ * CRCs they were sealed with: checked after the rank files were read from
+ * it, so a bit that flipped in memory before the flush read it is never
+ * published with fresh CRCs of its own (the memory tier repairs it:
+ * ft-restore treats the chunk as an erasure). */
+static int check_slot(ft__flush_t *f) {
+  ft__slot_hdr_t h;
+  if (read_slot(f, &h, sizeof(h), 0) != 0)
+    return ft__msgf(FT_EIO, f->msg, sizeof(f->msg),
+                    "slot%d: its header could not be read back", f->slot);
+  if (h.hdr_crc != ft__slot_hdr_crc(&h) || h.version != f->desc.version ||
+      h.k < 1 || h.k >= FT_MAX_CHUNKS)
+    return ft__msgf(FT_EBUSY, f->msg, sizeof(f->msg),
+                    "slot%d no longer holds version %llu whole", f->slot,
+                    (unsigned long long)f->desc.version);
+  for (uint32_t c = 0; c < h.k; c++) {
+    uint64_t crc = 0;
+    for (uint64_t done = 0; done < h.chunk_bytes; done += FT_PERSIST_BLOCK) {
+      size_t n = (size_t)(h.chunk_bytes - done < FT_PERSIST_BLOCK
+                              ? h.chunk_bytes - done
+                              : FT_PERSIST_BLOCK);
+      if (cancelled(f))
+        return FT_EBUSY;
+      if (read_slot(f, f->buf, n, h.data_off + c * h.chunk_bytes + done))
+        return ft__msgf(FT_EIO, f->msg, sizeof(f->msg),
+                        "slot%d: chunk %u could not be read back", f->slot, c);
+      crc = ft__crc64(crc, f->buf, n);
+    }
+    if (crc != h.crc[c])
+      return ft__msgf(FT_ECORRUPT, f->msg, sizeof(f->msg),
+                      "slot%d: data chunk %u of version %llu fails its CRC "
+                      "in memory: nothing of it is published (ft-restore "
+                      "rebuilds the chunk; the job's next restore does)",
+                      f->slot, c, (unsigned long long)f->desc.version);
+  }
+  return FT_OK;
+}
+
+/* A flush that did not finish leaves none of its rank files behind. */
+static void remove_ranks(ft__flush_t *f, const ft__dir_t *vd, uint32_t n) {
+  char name[32];
+  for (uint32_t i = 0; i < n; i++) {
+    snprintf(name, sizeof(name), "rank%u", f->desc.ranks[i].rank);
+    unlinkat(vd->fd, name, 0);
+  }
+}
+
 /* This node's part, then the MANIFEST where every part is there. */
 static int write_part(ft__flush_t *f, const ft__dir_t *job) {
   char name[64];
   ft__dir_t vd;
+  uint32_t written = 0;
   ft__persist_dirname(f->desc.version, f->desc.epoch, name, sizeof(name));
   int rc = ft__persist_mkvdir(job, name, &vd, f->msg, sizeof(f->msg));
   for (uint32_t i = 0; rc == FT_OK && i < f->desc.nranks; i++) {
     rc = ft__persist_write_rank(&vd, &f->desc.ranks[i], f->fd, f->rank_off[i],
                                 f->buf, cancelled, f, f->msg, sizeof(f->msg));
+    written += rc == FT_OK;
     f->bytes += rc == FT_OK ? f->desc.ranks[i].bytes : 0;
     if (rc == FT_OK && i == 0 && f->midway)
       f->midway(f->midway_arg);
   }
   if (rc == FT_OK)
+    rc = check_slot(f);
+  if (rc == FT_OK)
     rc = ft__persist_write_node(&vd, &f->desc, cancelled, f, f->msg,
                                 sizeof(f->msg));
+  if (rc != FT_OK && vd.fd >= 0)
+    remove_ranks(f, &vd, written);
   if (rc == FT_OK)
     rc = ft__persist_complete(&vd, &f->desc, &f->completed, f->msg,
                               sizeof(f->msg));
@@ -133,11 +202,12 @@ int ft__flush_start(ft__flush_t *f, int idx, int slot_fd,
   f->ended = 0;
   f->completed = 0;
   f->bytes = 0;
-  if (f->fd < 0 || pthread_create(&f->thread, NULL, run, f) != 0) {
-    int rc = ft__from_errno(errno);
+  int err = f->fd < 0 ? errno : pthread_create(&f->thread, NULL, run, f);
+  if (err) {
+    int rc = ft__from_errno(err);
     snprintf(f->st->msg, sizeof(f->st->msg),
              "flush of version %" PRIu64 " not started: %s", f->desc.version,
-             strerror(errno));
+             strerror(err));
     FT_LOGW(f->log, "%s", f->st->msg);
     if (f->fd >= 0)
       close(f->fd);
@@ -177,8 +247,9 @@ static void report(ft__flush_t *f) {
     st->abandoned++;
     snprintf(st->msg, sizeof(st->msg),
              "flush of version %" PRIu64 " abandoned after %.1f s: its slot "
-             "was needed for a newer version (flushing takes longer than "
-             "two snapshots; snapshot less often or raise FT_PERSIST_EVERY)",
+             "was needed for a newer version (a flush has from the commit "
+             "of its version to the commit of the next one; snapshot less "
+             "often, or give FT_PERSIST_DIR a faster file system)",
              d->version, f->seconds);
     FT_LOGW(f->log, "%s", st->msg);
   } else {
@@ -192,8 +263,9 @@ static void report(ft__flush_t *f) {
     const char *at = strstr(f->msg, cause);
     snprintf(cause, sizeof(cause), "%s", at ? at + strlen(cause) : f->msg);
     if (strcmp(cause, f->said) != 0)
-      FT_LOGW(f->log, "%s; training goes on, protected in memory only (the "
-              "same failure again is counted in ft-status, not logged)",
+      FT_LOGW(f->log, "%s; training goes on, protected in memory only (free "
+              "space or lower FT_PERSIST_KEEP if the file system is full; "
+              "the same failure again is counted in ft-status, not logged)",
               st->msg);
     snprintf(f->said, sizeof(f->said), "%s", cause);
   }

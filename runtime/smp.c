@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +71,11 @@ typedef struct ft__smp {
   double trainers_checked;
   ft__buf_rec_t *tabs[FT_MAX_LOCAL]; /* each local trainer's buffer table
                                       * (ctl.h), read at the layout */
+  int marked;  /* this store holds FT_DISK_MARKER (read at start-up) */
+  int dropped; /* ft-restore gave the memory tier up, and every node
+                * dropped its store: the disk tier must restore (agreed) */
+  uint64_t disk_epoch; /* the highest epoch named on disk (agreed) */
+  uint64_t nonce; /* this launch's, agreed: stamps its node manifests */
   ft__flush_t *flush;  /* the disk tier (flush.h), NULL without one */
   uint64_t next_flush; /* the first version the next flush may take */
   uint64_t want_flush; /* a committed version due for a flush while
@@ -87,6 +95,9 @@ static void name_rank(const smp_t *s, int rank, char *out, size_t len) {
 
 static void stop(smp_t *s, int rc);
 static void flush_midway(void *arg);
+typedef struct node_id node_id_t;
+static int store_empty(const smp_t *s);
+static int settle_markers(smp_t *s, node_id_t *all, int mine);
 
 /* A wait on what found a peer silent: say which, then exit at once.  No
  * further MPI call: the abandoned collective still owns its buffers, and
@@ -138,7 +149,7 @@ static int min_u64(smp_t *s, uint64_t in, uint64_t *out, const char *what) {
 
 /* ---- start-up ---- */
 
-typedef struct node_id {
+struct node_id {
   char host[FT_NAME_MAX];
   char domain[FT_JOB_MAX];
   int rank;
@@ -149,7 +160,10 @@ typedef struct node_id {
   uint64_t stored_run;   /* its run id, 0 without */
   uint64_t new_run;      /* a fresh run id, should this launch start one */
   int fresh;             /* FT_FRESH=1 here */
-} node_id_t;
+  int marked;            /* FT_DISK_MARKER here */
+  int empty;             /* the store holds nothing: no metadata, no slot
+                          * holding a version, none damaged */
+};
 
 static int cmp_node(const void *a, const void *b) {
   const node_id_t *x = a, *y = b;
@@ -336,7 +350,11 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
   mine.stored_run = s->meta ? s->meta->run : 0;
   mine.new_run = new_run_id();
   mine.fresh = c->cfg.fresh;
+  mine.marked = s->marked;
+  mine.empty = store_empty(s);
   int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
+  if (rc == FT_OK)
+    rc = settle_markers(s, all, mine.rank);
   if (rc == FT_OK)
     rc = check_stored(s, all);
   if (rc)
@@ -461,22 +479,21 @@ static uint64_t note_seen(const smp_t *s) {
 
 static int beat_between(void *pulse) { return ft__pulse_poll(pulse); }
 
-/* ft-restore found more losses than the erasure code rebuilds and a
- * persisted version to resume from: it left FT_DISK_MARKER (naming the
- * directory) in every live node's store.  What the store holds cannot be
- * rebuilt: it goes, and with nothing in memory anywhere the job restores
- * from the disk tier (agree_disk). */
-static int take_disk_marker(smp_t *s) {
+/* ft-restore gave the memory tier up (more losses than the erasure code
+ * rebuilds, or no version to rebuild) for a persisted version: it left
+ * FT_DISK_MARKER, naming FT_PERSIST_DIR, in the live nodes' stores.  Read
+ * here; acted on by settle_markers once every node's view is known. */
+static int read_disk_marker(smp_t *s) {
   ft_ctx_t *c = s->c;
   uint8_t *buf = NULL;
   size_t len = 0;
-  int rc = ft__store_read_file(&c->dir, FT_DISK_MARKER, 4096, &buf, &len,
-                               NULL, 0);
-  if (rc != FT_OK)
+  if (ft__store_read_file(&c->dir, FT_DISK_MARKER, 4096, &buf, &len, NULL,
+                          0) != FT_OK)
     return FT_OK; /* none */
   char dir[FT_PATH_MAX + 1];
   snprintf(dir, sizeof(dir), "%.*s", (int)(len < FT_PATH_MAX ? len : 0), buf);
   ft__free(buf);
+  s->marked = 1;
   if (strcmp(dir, c->cfg.persist_dir) != 0)
     return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
                     "%s/%s: ft-restore chose to resume job '%s' from the disk "
@@ -484,13 +501,68 @@ static int take_disk_marker(smp_t *s) {
                     "launch with FT_PERSIST_DIR=%s (ft-launch --persist)",
                     c->dir.path, FT_DISK_MARKER, c->cfg.job, dir,
                     c->cfg.persist_dir, dir);
-  FT_LOGW(&c->log, "%s: ft-restore gave up the versions held in memory (more "
-          "losses than the erasure code rebuilds); they are dropped and the "
-          "job resumes from the disk tier",
-          c->dir.path);
-  rc = ft__store_clear(&c->dir, s->msg, sizeof(s->msg));
-  if (rc == FT_OK)
-    rc = ft__store_unlink(&c->dir, FT_DISK_MARKER, s->msg, sizeof(s->msg));
+  return FT_OK;
+}
+
+/* Does this store hold nothing (a spare's, a new host's)? */
+static int store_empty(const smp_t *s) {
+  if (s->meta || s->pend || s->damaged)
+    return 0;
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (s->slot[i].map && ft__slot_state(&s->slot[i]) >= FT_SLOT_ENCODED)
+      return 0;
+  return 1;
+}
+
+/* Everything the store held goes: slots, metadata, adopted stores. */
+static int drop_memory(smp_t *s) {
+  for (int i = 0; i < FT_NSLOTS; i++)
+    if (s->slot[i].map)
+      ft__slot_close(&s->slot[i]);
+  ft__meta_free(s->meta);
+  ft__meta_free(s->pend);
+  s->meta = s->pend = NULL;
+  s->damaged = 0;
+  return ft__store_clear(&s->c->dir, s->msg, sizeof(s->msg));
+}
+
+/* The markers, seen from every node (all[], in smp_comm rank order; mine
+ * is this SMP's rank).  Acted on only when some node is marked and every
+ * node is marked or holds nothing: then each drops its store, and with
+ * nothing in memory anywhere the job restores from disk (agree_disk).  A
+ * marker beside a node that holds a store is stale (a later ft-restore
+ * found the versions whole, a partition healed): removed, and the memory
+ * tier decides as if it were not there. */
+static int settle_markers(smp_t *s, node_id_t *all, int mine) {
+  int any = 0, every = 1, rc = FT_OK;
+  for (int i = 0; i < s->nnodes; i++) {
+    any |= all[i].marked;
+    every &= all[i].marked || all[i].empty;
+  }
+  if (!any)
+    return FT_OK;
+  if (!every) {
+    if (s->marked)
+      FT_LOGW(&s->c->log, "%s/%s: ignored and removed, another node holds a "
+              "store the marker did not give up",
+              s->c->dir.path, FT_DISK_MARKER);
+    return s->marked ? ft__store_unlink(&s->c->dir, FT_DISK_MARKER, s->msg,
+                                        sizeof(s->msg))
+                     : FT_OK;
+  }
+  if (!all[mine].empty) {
+    FT_LOGW(&s->c->log, "%s: ft-restore gave up the versions held in memory; "
+            "they are dropped and the job resumes from the disk tier",
+            s->c->dir.path);
+    rc = drop_memory(s);
+  }
+  if (rc == FT_OK && s->marked)
+    rc = ft__store_unlink(&s->c->dir, FT_DISK_MARKER, s->msg, sizeof(s->msg));
+  s->dropped = 1;
+  for (int i = 0; i < s->nnodes; i++) { /* nothing stored anywhere now */
+    all[i].stored_node = -1, all[i].stored_nnodes = 0;
+    all[i].stored_epoch = all[i].pend_epoch = all[i].stored_run = 0;
+  }
   return rc;
 }
 
@@ -512,7 +584,7 @@ static int open_store(smp_t *s) {
   if (c->cfg.fresh)
     return rc;
   if (rc == FT_OK)
-    rc = take_disk_marker(s);
+    rc = read_disk_marker(s);
   for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
     rc = ft__slot_open(&s->slot[i], &c->dir, i, c->cfg.job, s->msg,
                        sizeof(s->msg));
@@ -803,35 +875,133 @@ static int pick_version(smp_t *s, const ft__dir_t *job,
   return ft__msgf(FT_ECORRUPT, s->msg, sizeof(s->msg),
                   "job '%s': every persisted version under %s is damaged "
                   "(the SMPs' warnings name the files) and memory holds "
-                  "none. Nothing was started, nothing changed; `--fresh` "
-                  "(FT_FRESH=1) starts over and discards them",
-                  s->c->cfg.job, job->path);
+                  "none%s. Nothing was started; `--fresh` (FT_FRESH=1) starts "
+                  "over and discards them",
+                  s->c->cfg.job, job->path,
+                  s->dropped ? " (ft-restore gave up the memory copies, which "
+                               "are dropped)"
+                             : "");
+}
+
+/* Does every host see the same FT_PERSIST_DIR (collective)?  Node 0 makes
+ * a file of a random name, every SMP looks for it.  A directory that is
+ * not shared would never hold a complete version, and a restore from it
+ * would find none, silently.  One node 0 cannot write in (full, read-only)
+ * is only said: its flushes fail and are counted, and may work again once
+ * there is room. */
+static int check_shared(smp_t *s, const ft__dir_t *job) {
+  uint64_t tag = 0, mine = UINT64_MAX, seen = 0, made = 0;
+  char name[64];
+  if (s->node == 0 && getrandom(&mine, sizeof(mine), 0) != sizeof(mine))
+    mine = (uint64_t)getpid() << 20 ^ (uint64_t)time(NULL);
+  mine = s->node == 0 ? mine >> 1 : UINT64_MAX;
+  int rc = min_u64(s, mine, &tag, "disk tier");
+  snprintf(name, sizeof(name), ".shared.%016llx", (unsigned long long)tag);
+  int fd = -1, err = 0;
+  if (rc == FT_OK && s->node == 0 &&
+      (fd = ft__store_openat(job, name, O_WRONLY | O_CREAT | O_EXCL, 0600)) <
+          0)
+    err = errno;
+  if (fd >= 0)
+    close(fd);
+  if (rc == FT_OK)
+    rc = min_u64(s, s->node != 0 || fd >= 0, &made, "disk tier");
+  if (rc == FT_OK && made) {
+    struct stat st;
+    int here = fstatat(job->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    rc = min_u64(s, here, &seen, "disk tier");
+  }
+  if (s->node == 0 && fd >= 0)
+    unlinkat(job->fd, name, 0);
+  if (rc == FT_OK && !made && s->node == 0)
+    FT_LOGW(&s->c->log, "%s: cannot write in it (%s): whether every host "
+            "sees it is not checked, and flushes will fail until it can be "
+            "written", job->path, strerror(err));
+  if (rc == FT_OK && made && !seen)
+    rc = ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
+                  "FT_PERSIST_DIR=%s: a file made in it by node 0 is not seen "
+                  "by every host; it must be one directory every host of the "
+                  "job sees (a shared file system)",
+                  s->c->cfg.persist_dir);
+  return rc;
+}
+
+/* This launch's nonce (collective): the node manifests of its flushes
+ * carry it, so that one MANIFEST never joins the parts of two launches'
+ * flushes of the same version (persist.c ft__persist_complete). */
+static int agree_nonce(smp_t *s) {
+  uint64_t mine = 0;
+  if (getrandom(&mine, sizeof(mine), 0) != sizeof(mine))
+    mine = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+  return min_u64(s, mine | 1, &s->nonce, "disk tier");
+}
+
+/* The disk tier cannot be opened, listed or is not shared: with a version
+ * to restore in memory the job goes on without it (said, and flushing
+ * off); with none (a first launch, the whole cluster lost, the memory tier
+ * given up for it) the launch is refused. */
+static int disk_unusable(smp_t *s, int rc) {
+  if (!s->committed)
+    return rc;
+  FT_LOGW(&s->c->log, "the disk tier is off for this launch: %s; the job "
+          "resumes from memory (version %llu) and is protected in memory "
+          "only", s->msg[0] ? s->msg : "another SMP cannot use it",
+          (unsigned long long)s->committed);
+  s->msg[0] = '\0';
+  ft__flush_free(s->flush);
+  s->flush = NULL;
+  s->ctl->persist.enabled = 0;
+  return FT_OK;
+}
+
+/* Listed by every SMP, the same list: then the versions to restore from
+ * when memory holds none.  FT_FRESH=1 removes them first (node 0). */
+static int list_disk(smp_t *s, ft__dir_t *job, ft__pversion_t **v, int *n) {
+  ft_ctx_t *c = s->c;
+  uint64_t highest = 0, hi = 0;
+  int rc = ft__persist_open(c->cfg.persist_dir, c->cfg.job, 1, job, s->msg,
+                            sizeof(s->msg));
+  if (rc == FT_OK && c->cfg.fresh && s->node == 0)
+    rc = ft__persist_remove_all(job, s->msg, sizeof(s->msg));
+  if (rc == FT_OK)
+    rc = ft__persist_list(job, v, n, &highest, s->msg, sizeof(s->msg));
+  rc = agree_ok(s, rc, "disk tier");
+  if (rc == FT_OK)
+    rc = check_shared(s, job);
+  if (rc == FT_OK)
+    rc = min_u64(s, ~highest, &hi, "disk tier");
+  s->disk_epoch = ~hi;
+  s->seen = s->disk_epoch > s->seen ? s->disk_epoch : s->seen;
+  return rc;
 }
 
 /* FT_PERSIST_DIR set: with nothing to restore in memory, the newest
- * persisted version is the restore point; with FT_FRESH=1 every persisted
- * version of the job goes (collective).  Either way, the epochs named on
- * disk count as seen: a new layout's epoch is above them (persist.h). */
+ * persisted version every SMP verifies is the restore point; with FT_FRESH=1
+ * every persisted version of the job goes (collective).  Either way, the
+ * epochs named on disk count as seen: this launch's epoch is above every
+ * one of another timeline (choose_epoch, persist.h). */
 static int agree_disk(smp_t *s) {
   ft_ctx_t *c = s->c;
   if (!c->cfg.persist_dir[0])
     return FT_OK;
   ft__dir_t job;
+  ft__dir_init(&job, "");
   ft__pversion_t *v = NULL;
   int n = 0;
-  uint64_t highest = 0;
-  int rc = ft__persist_open(c->cfg.persist_dir, c->cfg.job, 1, &job, s->msg,
-                            sizeof(s->msg));
-  if (rc == FT_OK && c->cfg.fresh && s->node == 0)
-    rc = ft__persist_remove_all(&job, s->msg, sizeof(s->msg));
-  if (rc == FT_OK)
-    rc = ft__persist_list(&job, &v, &n, &highest, s->msg, sizeof(s->msg));
-  rc = agree_ok(s, rc, "disk tier");
-  s->seen = highest > s->seen ? highest : s->seen;
-  if (rc == FT_OK && !c->cfg.fresh && !s->committed)
+  int rc = agree_nonce(s);
+  if (rc == FT_OK && (rc = list_disk(s, &job, &v, &n)) != FT_OK)
+    rc = disk_unusable(s, rc);
+  int restore = rc == FT_OK && s->flush && !c->cfg.fresh && !s->committed;
+  if (restore)
     rc = agree_listing(s, v, n);
-  if (rc == FT_OK && !c->cfg.fresh && !s->committed && n > 0)
+  if (rc == FT_OK && restore && n > 0)
     rc = pick_version(s, &job, v, n);
+  if (rc == FT_OK && restore && n == 0 && s->dropped)
+    rc = ft__msgf(FT_ENOENT, s->msg, sizeof(s->msg),
+                  "job '%s': ft-restore gave up the memory copies (dropped) "
+                  "for the disk tier, but %s holds no complete version. "
+                  "Nothing was started; `--fresh` (FT_FRESH=1) starts over",
+                  c->cfg.job, job.path);
   ft__persist_list_free(v, n);
   ft__dir_close(&job);
   return rc;
@@ -1123,6 +1293,12 @@ static int choose_epoch(smp_t *s) {
     return rc;
   s->pending = !same && s->meta && s->ctl->restore_version != 0;
   s->epoch = same ? s->meta->epoch : ~seen + 1;
+  /* The disk holds a newer epoch than this layout's: another timeline's
+   * (a launch that resumed from disk elsewhere).  This launch's versions
+   * must rank above its (persist.h), so its epoch moves up; the layout,
+   * and what it describes, stay (ft__meta_describes: [layout, epoch]). */
+  if (same && s->disk_epoch > s->epoch)
+    s->epoch = s->disk_epoch + 1;
   s->layout = same ? s->meta->layout : ~seen + 1;
   return FT_OK;
 }
@@ -1279,7 +1455,8 @@ static void account(ft__ctl_stats_t *tot, const ft__ctl_stats_t *last,
 static int describe_part(smp_t *s, const ft__slot_t *sl, ft__pnode_t *d) {
   snprintf(d->job, sizeof(d->job), "%s", s->c->cfg.job);
   d->run = s->run, d->version = sl->hdr->version, d->step = sl->hdr->step;
-  d->epoch = s->epoch;
+  d->epoch = sl->hdr->epoch; /* the epoch the version was made at */
+  d->nonce = s->nonce;
   d->node = (uint32_t)s->node, d->nnodes = (uint32_t)s->nnodes;
   int world;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -1358,7 +1535,10 @@ static void wait_flush(smp_t *s) {
  * the SMP exits (a job stopped now resumes from it next time). */
 static void final_flush(smp_t *s) {
   wait_flush(s);
+  /* Only a version this launch committed: its tables describe it (a
+   * restore point of a re-slice holds the old ranks' bytes). */
   if (!s->flush || !s->committed || !s->layout_done ||
+      s->committed <= s->ctl->restore_version ||
       ft__flush_done_version(s->flush) >= s->committed)
     return;
   start_flush(s, s->committed);

@@ -1180,7 +1180,9 @@ int ft__store_clear(const ft__dir_t *dir, char *msg, size_t msglen) {
     if (rc)
       return rc;
   }
-  return ft__store_remove_adopted(dir, msg, msglen);
+  int rc = ft__store_remove_adopted(dir, msg, msglen);
+  /* Last: a clear cut short by a crash is done again at the next start. */
+  return rc ? rc : ft__store_unlink(dir, FT_DISK_MARKER, msg, msglen);
 }
 
 int ft__store_remove_dir(int dfd, const char *name, const char *sub,

@@ -495,7 +495,8 @@ int ft__store_lock_while(const ft__dir_t *dir, double wait_s, int *fd,
 int ft__slot_blank(const ft__dir_t *dir, int idx);
 
 /* Remove everything of the job's store in dir but the directory (and its
- * lock): meta, meta.next, group.meta, both slots, the adopt<N>/ stores.
+ * lock): meta, meta.next, group.meta, both slots, the adopt<N>/ stores,
+ * and last FT_DISK_MARKER.
  * Close the slots' mappings first.  The first failure, with msg (may be
  * NULL). */
 int ft__store_clear(const ft__dir_t *dir, char *msg, size_t msglen);

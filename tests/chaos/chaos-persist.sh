@@ -27,6 +27,12 @@
 #      their place, private buffers from the rank of the same number, the
 #      rules of a shrink) and ends with the digest of the same job shrunk
 #      to 3 nodes in memory at step 12 (ft-restore --mode shrink).
+#   7. A bit flipped in memory (ft-chaos corrupt h2 data) in the version
+#      of step 8 after it committed, before the flush at the job's end read
+#      it: the flush checks the slot's chunk CRCs after reading, says so,
+#      and publishes nothing of it; after the whole cluster is lost the
+#      relaunch resumes from step 2 (flushed at the first commit) with the
+#      fault-free digest.
 #   5. The job's persist directory cannot be written (chattr +i): every
 #      flush fails and says so in the SMP's log and in ft-status; the job
 #      ends well.
@@ -62,6 +68,7 @@ wait_persisted() {
 begin "1. the whole cluster lost: resumed from disk"
 up c1 4
 reference ref1 "$STEPS"
+REF4=$REF   # 4 hosts, $STEPS steps, no fault
 export FT_JOB=whole$$
 launch c1.a 12 --job "$FT_JOB" --persist "$PERSIST"
 expect_rc c1.a 0 "12 steps with --persist"
@@ -169,3 +176,23 @@ expect_line c6.b 'restoring from the disk tier, version [0-9]+ \(step 12\)' "rel
 expect_resumed c6.b 12 12 "relaunch"
 expect_digest c6.b "4 -> 3 nodes from disk"
 ok "re-sliced from disk onto 3 nodes: the digest of the in-memory shrink, $REF"
+
+begin "7. a bit flipped in memory before the final flush: never published"
+up c7 4
+REF=$REF4
+export FT_JOB=flip$$ FT_PERSIST_EVERY=1000   # the first commit, then the end
+launch_held c7.a 8 step=8 --job "$FT_JOB" --persist "$PERSIST"
+chaos c7.a corrupt h2 data
+finish
+expect_rc c7.a 0 "8 steps, a data chunk of step 8 flipped on h2"
+expect_line c7.a 'slot[01]: data chunk 0 of version 4 fails its CRC in memory' "the final flush on h2"
+! persisted 8 || { ls -lR "$PERSIST/$FT_JOB"; fail "case 7: the flipped version of step 8 was published"; }
+persisted 2 || { ls -lR "$PERSIST/$FT_JOB"; fail "case 7: the version of step 2 is not on disk"; }
+up c7 4
+launch c7.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c7.b 0 "relaunch on a new cluster"
+expect_line c7.b 'restoring from the disk tier, version 1 \(step 2\)' "relaunch"
+expect_resumed c7.b 2 2 "relaunch"
+expect_digest c7.b "resumed from step 2"
+export FT_PERSIST_EVERY=1
+ok "the flipped version was not published; resumed from step 2, digest $REF"
