@@ -181,14 +181,22 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
     snprintf(r->msg + used, sizeof(r->msg) - used,
              "; the disk tier cannot take over (FT_PERSIST_DIR=%s: %s)",
              cfg->persist_dir, msg[0] ? msg : "no version of the job");
-  else
+  else {
+    char lost[128] = "memory holds no committed version to lose";
+    if (refused == FT_ETOOMANY && r->step <= v[0].step)
+      snprintf(lost, sizeof(lost), "nothing committed is lost");
+    else if (refused == FT_ETOOMANY)
+      snprintf(lost, sizeof(lost), "steps %llu to %llu, committed in memory, "
+               "are lost", (unsigned long long)v[0].step + 1,
+               (unsigned long long)r->step);
     snprintf(r->msg + used, sizeof(r->msg) - used,
              "; the disk tier takes over%s: the relaunch resumes from "
              "version %llu (step %llu) of %s/%s, or an older one if that "
-             "one fails its checks; the steps after %llu are lost",
+             "one fails its checks; %s",
              r->opts.dry_run ? " (dry run: nothing marked)" : "",
              (unsigned long long)v[0].version, (unsigned long long)v[0].step,
-             job.path, v[0].name, (unsigned long long)v[0].step);
+             job.path, v[0].name, lost);
+  }
   r->disk = rc == FT_OK;
   ft__persist_list_free(v, n);
   ft__dir_close(&job);

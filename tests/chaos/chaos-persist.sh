@@ -33,6 +33,12 @@
 #      and publishes nothing of it; after the whole cluster is lost the
 #      relaunch resumes from step 2 (flushed at the first commit) with the
 #      fault-free digest.
+#   8. A host lost while the job restores from disk, before its first
+#      commit (the new cluster's first snapshot, step 14, held mid-copy; h2
+#      killed): ft-launch --restarts 1 runs ft-restore, which finds no
+#      version in memory and hands over to the disk tier again; the job
+#      resumes from step 12 on the survivors and the spare with the
+#      fault-free digest.
 #   5. The job's persist directory cannot be written (chattr +i): every
 #      flush fails and says so in the SMP's log and in ft-status; the job
 #      ends well.
@@ -196,3 +202,22 @@ expect_resumed c7.b 2 2 "relaunch"
 expect_digest c7.b "resumed from step 2"
 export FT_PERSIST_EVERY=1
 ok "the flipped version was not published; resumed from step 2, digest $REF"
+
+begin "8. a host lost during a restore from disk, before the first commit"
+up c8 4
+REF=$REF4
+export FT_JOB=again$$
+launch c8.a 12 --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c8.a 0 "12 steps with --persist"
+persisted 12 || fail "case 8: step 12 is not complete on disk"
+up c8 4 --spares 1
+launch_held c8.b "$STEPS" phase=snapshot,step=14 --job "$FT_JOB" --persist "$PERSIST" --spares 1 --restarts 1
+chaos c8.b kill-node h2
+finish
+expect_rc c8.b 0 "h2 lost before the first commit of a restore from disk, --restarts 1"
+expect_line c8.b 'ft-restore: .*the disk tier takes over: the relaunch resumes from version [0-9]+ \(step 12\)' "ft-restore"
+[ "$(grep -c 'restoring from the disk tier, version [0-9]* (step 12)' "$WORK/c8.b")" -eq 2 ] ||
+  die_with c8.b "case 8: expected two restores from disk (the first launch and the relaunch)"
+expect_resumed c8.b 12 12 "relaunch"
+expect_digest c8.b "resumed from disk twice"
+ok "h2 lost during the restore from disk: restored from disk again, digest $REF"
