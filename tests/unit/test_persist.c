@@ -91,6 +91,8 @@ static int after_n(void *arg) {
   return (*n)-- <= 0;
 }
 
+static uint64_t nonce; /* of the "launch" write_node writes for */
+
 /* Node's part of version; complete says whether MANIFEST was written. */
 static int write_node(const ft__dir_t *job, uint32_t node, uint64_t version,
                       uint64_t epoch, int (*cancel)(void *), void *arg) {
@@ -102,6 +104,7 @@ static int write_node(const ft__dir_t *job, uint32_t node, uint64_t version,
   int fd = slot_file(node, version, off);
   ft__pnode_t n;
   describe(&n, node, version, epoch);
+  n.nonce = nonce;
   uint8_t *buf = malloc(FT_PERSIST_BLOCK);
   int rc = FT_OK;
   for (uint32_t i = 0; rc == FT_OK && i < RANKS; i++)
@@ -246,6 +249,31 @@ START_TEST(incomplete_and_cancelled) {
   ck_assert_int_eq(ft__persist_list(&job, &v, &n, &hi, NULL, 0), FT_OK);
   ck_assert_int_eq(n, 1);
   ft__persist_list_free(v, n);
+  ft__dir_close(&job);
+}
+END_TEST
+
+/* Two launches' flushes of one version (same job, run, version, step and
+ * epoch: a relaunch that redoes it) never make one MANIFEST: the last
+ * part written by the second launch completes it with its own parts. */
+START_TEST(two_launches_never_mix) {
+  ft__dir_t job;
+  open_job(&job);
+  nonce = 5;
+  ck_assert_int_eq(write_node(&job, 0, 3, 1, never, NULL), 0);
+  nonce = 6;
+  ck_assert_int_eq(write_node(&job, 1, 3, 1, never, NULL), 0);
+  ft__pversion_t *v;
+  int n;
+  uint64_t hi;
+  ck_assert_int_eq(ft__persist_list(&job, &v, &n, &hi, NULL, 0), FT_OK);
+  ck_assert_int_eq(n, 0);
+  ft__persist_list_free(v, n);
+  ck_assert_int_eq(write_node(&job, 0, 3, 1, never, NULL), 1);
+  ck_assert_int_eq(ft__persist_list(&job, &v, &n, &hi, NULL, 0), FT_OK);
+  ck_assert_int_eq(n, 1);
+  ft__persist_list_free(v, n);
+  nonce = 0;
   ft__dir_close(&job);
 }
 END_TEST
@@ -422,6 +450,7 @@ int main(void) {
   tcase_add_test(tc, dirnames);
   tcase_add_test(tc, round_trip);
   tcase_add_test(tc, incomplete_and_cancelled);
+  tcase_add_test(tc, two_launches_never_mix);
   tcase_add_loop_test(tc, damaged_file, 0,
                       (int)(sizeof(damage) / sizeof(damage[0])));
   tcase_add_test(tc, manifest_flips);
