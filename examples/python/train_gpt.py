@@ -15,8 +15,13 @@ Deterministic given --seed and the number of trainers: prints one
 "resumed from step S", and at the end "digest HEX", a SHA-256 of the whole
 training state (parameters, Adam's moments and step), the same however many
 times the job failed and resumed.  --digest-at N also prints
-"digest-at N HEX" after step N, or right after a restore of step N.  --no-ftrt runs the same training without
-ftrt (under plain mpirun, every rank a trainer).
+"digest-at N HEX" after step N, or right after a restore of step N.
+
+--no-ftrt runs the same training without ftrt (under plain mpirun, every
+rank a trainer, gloo over MPI_COMM_WORLD): the same losses and digest.
+--timing prints "time N steps S s median step M s" on rank 0 for the steps
+after the first --timing-skip (5) of this run, start-up and warm-up left out
+(ft-bench's py_train_vs_plain).
 """
 import argparse
 import sys
@@ -41,7 +46,9 @@ def parse():
     ap.add_argument("--digest-at", type=int, default=-1)
     ap.add_argument("--no-ftrt", action="store_true")
     ap.add_argument("--timing", action="store_true",
-                    help="print 'time N steps S s' for the steps run")
+                    help="print 'time N steps S s median step M s' for the "
+                    "steps after the first --timing-skip")
+    ap.add_argument("--timing-skip", type=int, default=5)
     return ap.parse_args()
 
 
@@ -252,7 +259,7 @@ if rank == 0:
 
 # ---- the loop ----
 
-t0, first = time.perf_counter(), counters.step
+ends = [time.perf_counter()]  # the loop's start, then each step's end
 model.train()
 while counters.step < args.steps:
     x, y = batch()
@@ -280,10 +287,13 @@ while counters.step < args.steps:
         d = digest()
         if rank == 0:
             print(f"digest-at {nxt} {d}", flush=True)
+    ends.append(time.perf_counter())
 
 if args.timing and rank == 0:
-    print(f"time {counters.step - first} steps "
-          f"{time.perf_counter() - t0:.3f} s", flush=True)
+    t = ends[min(args.timing_skip, len(ends) - 1):]
+    steps = sorted(b - a for a, b in zip(t, t[1:])) or [0.0]
+    print(f"time {len(t) - 1} steps {t[-1] - t[0]:.3f} s median step "
+          f"{steps[len(steps) // 2]:.4f} s", flush=True)
 d = digest()
 if rank == 0:
     print(f"digest {d}", flush=True)
