@@ -183,12 +183,40 @@ static int check_frame(const uint8_t *buf, size_t len, size_t fixed,
   return FT_OK;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp((*(const ft__buf_rec_t *const *)a)->name,
+                (*(const ft__buf_rec_t *const *)b)->name);
+}
+
+/* Two buffers of one rank with one name: a reader could not tell which
+ * is meant (ft_register refuses it). */
+static int check_unique(const ft__prank_t *r, const char *path, char *msg,
+                        size_t msglen) {
+  if (r->nbufs < 2)
+    return FT_OK;
+  const ft__buf_rec_t **by = ft__malloc(r->nbufs * sizeof(*by));
+  if (!by)
+    return ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory", path);
+  for (uint32_t b = 0; b < r->nbufs; b++)
+    by[b] = &r->bufs[b];
+  qsort(by, r->nbufs, sizeof(*by), by_name);
+  int rc = FT_OK;
+  for (uint32_t b = 1; rc == FT_OK && b < r->nbufs; b++)
+    if (strcmp(by[b - 1]->name, by[b]->name) == 0)
+      rc = ft__msgf(FT_ECORRUPT, msg, msglen,
+                    "%s: rank %u holds two buffers named '%s'", path, r->rank,
+                    by[b]->name);
+  ft__free(by);
+  return rc;
+}
+
 static int check_bufs(const ft__prank_t *r, const char *path, char *msg,
                       size_t msglen) {
   for (uint32_t b = 0; b < r->nbufs; b++) {
     const ft__buf_rec_t *br = &r->bufs[b];
     if (!str_ok(br->name, sizeof(br->name)) || br->bytes > r->bytes ||
         br->offset > r->bytes - br->bytes ||
+        (!br->global_bytes && br->global_offset) ||
         (br->global_bytes &&
          (br->bytes > br->global_bytes ||
           br->global_offset > br->global_bytes - br->bytes)))
@@ -197,7 +225,7 @@ static int check_bufs(const ft__prank_t *r, const char *path, char *msg,
                       "place outside its file or global buffer)",
                       path, b, r->rank);
   }
-  return FT_OK;
+  return check_unique(r, path, msg, msglen);
 }
 
 static int decode_rank(const uint8_t **p, const uint8_t *end, ft__prank_t *r,
@@ -343,6 +371,33 @@ int ft__pversion_decode(const uint8_t *buf, size_t len, ft__pversion_t *v,
 
 /* ---- writing ---- */
 
+/* store.c's advice on a refused directory names the store root: under the
+ * persist directory, it is FT_PERSIST_DIR that the user sets. */
+static int persist_advice(int rc, char *msg, size_t msglen) {
+  if (!rc || !msg || !msglen || !strstr(msg, "FT_STORE_ROOT"))
+    return rc;
+  char out[1024];
+  size_t o = 0;
+  for (const char *p = msg; *p && o + 16 < sizeof(out);) {
+    if (strncmp(p, "FT_STORE_ROOT", 13) == 0) {
+      memcpy(out + o, "FT_PERSIST_DIR", 14);
+      o += 14, p += 13;
+    } else {
+      out[o++] = *p++;
+    }
+  }
+  out[o] = '\0';
+  snprintf(msg, msglen, "%s", out);
+  return rc;
+}
+
+/* ft__dir_sub of a directory of the persist tree. */
+static int persist_sub(const ft__dir_t *d, const char *name, int create,
+                       ft__dir_t *sub, char *msg, size_t msglen) {
+  return persist_advice(ft__dir_sub(d, name, create, sub, msg, msglen), msg,
+                        msglen);
+}
+
 int ft__persist_open(const char *root, const char *job, int create,
                      ft__dir_t *jobdir, char *msg, size_t msglen) {
   char dir[FT_PATH_MAX + FT_JOB_MAX + 2];
@@ -355,20 +410,9 @@ int ft__persist_open(const char *root, const char *job, int create,
   }
   int rc = ft__store_open_dir(root, dir, create, jobdir, msg, msglen);
   if (rc && rc != FT_ENOENT && msg && msglen) {
-    /* store.c's advice names the store root: here it is this directory */
-    char why[512], out[600];
+    char why[1024];
+    persist_advice(rc, msg, msglen);
     snprintf(why, sizeof(why), "%s", msg);
-    size_t o = 0;
-    for (const char *p = why; *p && o + 16 < sizeof(out);) {
-      if (strncmp(p, "FT_STORE_ROOT", 13) == 0) {
-        memcpy(out + o, "FT_PERSIST_DIR", 14);
-        o += 14, p += 13;
-      } else {
-        out[o++] = *p++;
-      }
-    }
-    out[o] = '\0';
-    snprintf(why, sizeof(why), "%s", out);
     ft__msgf(rc, msg, msglen, "FT_PERSIST_DIR: %s", why);
   }
   return rc;
@@ -376,7 +420,7 @@ int ft__persist_open(const char *root, const char *job, int create,
 
 int ft__persist_mkvdir(const ft__dir_t *jobdir, const char *vdir,
                        ft__dir_t *out, char *msg, size_t msglen) {
-  return ft__dir_sub(jobdir, vdir, 1, out, msg, msglen);
+  return persist_sub(jobdir, vdir, 1, out, msg, msglen);
 }
 
 /* A temporary name of this writer's own for name. */
@@ -576,7 +620,7 @@ int ft__persist_read_version(const ft__dir_t *jobdir, const char *name,
     return ft__msgf(FT_EINVAL, msg, msglen,
                     "%s/%s: not a version directory's name", jobdir->path,
                     name);
-  int rc = ft__dir_sub(jobdir, name, 0, &vd, msg, msglen);
+  int rc = persist_sub(jobdir, name, 0, &vd, msg, msglen);
   char path[sizeof(vd.path) + 16];
   snprintf(path, sizeof(path), "%s/%s", vd.path, FT_PERSIST_MANIFEST);
   uint8_t *buf = NULL;
@@ -697,7 +741,7 @@ int ft__persist_find(const ft__pversion_t *v, int n, const char *name,
 static int unlisted_kind(const ft__dir_t *jobdir, const char *name, char *msg,
                          size_t msglen) {
   ft__dir_t vd;
-  int rc = ft__dir_sub(jobdir, name, 0, &vd, msg, msglen);
+  int rc = persist_sub(jobdir, name, 0, &vd, msg, msglen);
   if (rc == FT_ENOENT)
     return 0;
   if (rc)
@@ -750,7 +794,7 @@ int ft__persist_read_node(const ft__dir_t *jobdir, const ft__pversion_t *v,
                           uint32_t node, ft__pnode_t *out, char *msg,
                           size_t msglen) {
   ft__dir_t vd;
-  int rc = ft__dir_sub(jobdir, v->name, 0, &vd, msg, msglen);
+  int rc = persist_sub(jobdir, v->name, 0, &vd, msg, msglen);
   char name[32], path[sizeof(vd.path) + 40];
   snprintf(name, sizeof(name), "node%u", node);
   snprintf(path, sizeof(path), "%s/%s", vd.path, name);
@@ -787,7 +831,7 @@ int ft__pfile_open(ft__pfile_t *f, const ft__dir_t *jobdir,
   snprintf(f->path, sizeof(f->path), "%s/%s/rank%u", jobdir->path, vdir,
            r->rank);
   ft__dir_t vd;
-  int rc = ft__dir_sub(jobdir, vdir, 0, &vd, msg, msglen);
+  int rc = persist_sub(jobdir, vdir, 0, &vd, msg, msglen);
   if (rc)
     return rc;
   char name[32];
@@ -918,7 +962,7 @@ static int remove_version(const ft__dir_t *jobdir, const char *name,
   /* Its MANIFEST first: a removal cut short leaves no listed version with
    * files missing. */
   ft__dir_t vd;
-  if (ft__dir_sub(jobdir, name, 0, &vd, NULL, 0) == FT_OK) {
+  if (persist_sub(jobdir, name, 0, &vd, NULL, 0) == FT_OK) {
     unlinkat(vd.fd, FT_PERSIST_MANIFEST, 0);
     fsync(vd.fd);
     ft__dir_close(&vd);

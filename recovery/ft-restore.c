@@ -165,7 +165,30 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
     rc = ft__persist_list(&job, &v, &n, NULL, msg, sizeof(msg));
   if (rc == FT_OK && n == 0)
     rc = FT_ENOENT;
-  if ((rc = ft__agree(r->comm, rc)) == FT_OK) {
+  rc = ft__agree(r->comm, rc);
+  /* The newest version that verifies (each rank reads a share of its
+   * files): nothing is marked for one the relaunch could not use. */
+  int use = -1;
+  for (int i = 0; rc == FT_OK && use < 0 && i < n; i++) {
+    char why[512] = "";
+    int vrc = ft__persist_verify(&job, &v[i], (uint32_t)r->rank,
+                                 (uint32_t)r->size, NULL, why, sizeof(why));
+    if (vrc)
+      fprintf(stderr, "ft-restore on %s: persisted version %llu (step %llu) "
+              "is not usable: %s\n", r->host,
+              (unsigned long long)v[i].version,
+              (unsigned long long)v[i].step, why);
+    if (ft__agree(r->comm, vrc) == FT_OK)
+      use = i;
+  }
+  if (rc == FT_OK && use < 0) {
+    rc = FT_ECORRUPT;
+    snprintf(msg, sizeof(msg), "every persisted version fails its checks");
+  }
+  if (rc == FT_OK) {
+    ft__pversion_t chosen = v[use];
+    v[use] = v[0];
+    v[0] = chosen; /* v[0] is the one used below; freed all the same */
     r->disk_version = v[0].version, r->disk_step = v[0].step;
     int mark = !r->opts.dry_run && r->dir.fd >= 0;
     if (mark)
@@ -191,8 +214,7 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
                (unsigned long long)r->step);
     snprintf(r->msg + used, sizeof(r->msg) - used,
              "; the disk tier takes over%s: the relaunch resumes from "
-             "version %llu (step %llu) of %s/%s, or an older one if that "
-             "one fails its checks; %s",
+             "version %llu (step %llu) of %s/%s, verified; %s",
              r->opts.dry_run ? " (dry run: nothing marked)" : "",
              (unsigned long long)v[0].version, (unsigned long long)v[0].step,
              job.path, v[0].name, lost);

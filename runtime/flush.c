@@ -143,6 +143,15 @@ static int write_part(ft__flush_t *f, const ft__dir_t *job) {
   ft__dir_t vd;
   uint32_t written = 0;
   ft__persist_dirname(f->desc.version, f->desc.epoch, name, sizeof(name));
+  /* Complete on disk already (a relaunch that flushes the version it
+   * restored): left as it is.  Writing it again would replace its parts
+   * one by one under a MANIFEST that names the old ones. */
+  ft__pversion_t done = {0};
+  if (ft__persist_read_version(job, name, &done, NULL, 0) == FT_OK) {
+    ft__pversion_clear(&done);
+    f->completed = 1;
+    return FT_OK;
+  }
   int rc = ft__persist_mkvdir(job, name, &vd, f->msg, sizeof(f->msg));
   for (uint32_t i = 0; rc == FT_OK && i < f->desc.nranks; i++) {
     rc = ft__persist_write_rank(&vd, &f->desc.ranks[i], f->fd, f->rank_off[i],
@@ -157,8 +166,12 @@ static int write_part(ft__flush_t *f, const ft__dir_t *job) {
   if (rc == FT_OK)
     rc = ft__persist_write_node(&vd, &f->desc, cancelled, f, f->msg,
                                 sizeof(f->msg));
-  if (rc != FT_OK && vd.fd >= 0)
+  if (rc != FT_OK && vd.fd >= 0) {
+    char node[32];
+    snprintf(node, sizeof(node), "node%u", f->desc.node);
+    unlinkat(vd.fd, node, 0); /* a rename whose directory fsync failed */
     remove_ranks(f, &vd, written);
+  }
   if (rc == FT_OK)
     rc = ft__persist_complete(&vd, &f->desc, &f->completed, f->msg,
                               sizeof(f->msg));

@@ -514,8 +514,11 @@ static int store_empty(const smp_t *s) {
   return 1;
 }
 
-/* Everything the store held goes: slots, metadata, adopted stores. */
-static int drop_memory(smp_t *s) {
+/* What the store holds is no longer looked at (this launch restores from
+ * disk): its slots are closed and its metadata forgotten, but its files
+ * stay until a persisted version has been verified (clear_dropped), so a
+ * launch that then finds none usable changes nothing. */
+static void forget_memory(smp_t *s) {
   for (int i = 0; i < FT_NSLOTS; i++)
     if (s->slot[i].map)
       ft__slot_close(&s->slot[i]);
@@ -523,6 +526,13 @@ static int drop_memory(smp_t *s) {
   ft__meta_free(s->pend);
   s->meta = s->pend = NULL;
   s->damaged = 0;
+}
+
+/* The version to restore from disk verified on every node: the store's
+ * files go (slots, metadata, adopted stores, the marker last). */
+static int clear_dropped(smp_t *s) {
+  if (!s->dropped)
+    return FT_OK;
   return ft__store_clear(&s->c->dir, s->msg, sizeof(s->msg));
 }
 
@@ -550,14 +560,12 @@ static int settle_markers(smp_t *s, node_id_t *all, int mine) {
                                         sizeof(s->msg))
                      : FT_OK;
   }
-  if (!all[mine].empty) {
+  if (!all[mine].empty)
     FT_LOGW(&s->c->log, "%s: ft-restore gave up the versions held in memory; "
-            "they are dropped and the job resumes from the disk tier",
+            "the job resumes from the disk tier, and they are removed once "
+            "a persisted version has been verified",
             s->c->dir.path);
-    rc = drop_memory(s);
-  }
-  if (rc == FT_OK && s->marked)
-    rc = ft__store_unlink(&s->c->dir, FT_DISK_MARKER, s->msg, sizeof(s->msg));
+  forget_memory(s);
   s->dropped = 1;
   for (int i = 0; i < s->nnodes; i++) { /* nothing stored anywhere now */
     all[i].stored_node = -1, all[i].stored_nnodes = 0;
@@ -875,11 +883,11 @@ static int pick_version(smp_t *s, const ft__dir_t *job,
   return ft__msgf(FT_ECORRUPT, s->msg, sizeof(s->msg),
                   "job '%s': every persisted version under %s is damaged "
                   "(the SMPs' warnings name the files) and memory holds "
-                  "none%s. Nothing was started; `--fresh` (FT_FRESH=1) starts "
-                  "over and discards them",
+                  "none%s. Nothing was started, nothing changed; `--fresh` "
+                  "(FT_FRESH=1) starts over and discards them",
                   s->c->cfg.job, job->path,
-                  s->dropped ? " (ft-restore gave up the memory copies, which "
-                               "are dropped)"
+                  s->dropped ? " that ft-restore could rebuild (its copies "
+                               "stay in the stores)"
                              : "");
 }
 
@@ -996,11 +1004,14 @@ static int agree_disk(smp_t *s) {
     rc = agree_listing(s, v, n);
   if (rc == FT_OK && restore && n > 0)
     rc = pick_version(s, &job, v, n);
+  if (rc == FT_OK && restore && n > 0)
+    rc = agree_ok(s, clear_dropped(s), "disk restore");
   if (rc == FT_OK && restore && n == 0 && s->dropped)
     rc = ft__msgf(FT_ENOENT, s->msg, sizeof(s->msg),
-                  "job '%s': ft-restore gave up the memory copies (dropped) "
-                  "for the disk tier, but %s holds no complete version. "
-                  "Nothing was started; `--fresh` (FT_FRESH=1) starts over",
+                  "job '%s': ft-restore gave up the memory copies for the "
+                  "disk tier, but %s holds no complete version. Nothing was "
+                  "started, nothing changed (the copies stay in the stores); "
+                  "`--fresh` (FT_FRESH=1) starts over",
                   c->cfg.job, job.path);
   ft__persist_list_free(v, n);
   ft__dir_close(&job);
@@ -1535,10 +1546,12 @@ static void wait_flush(smp_t *s) {
  * the SMP exits (a job stopped now resumes from it next time). */
 static void final_flush(smp_t *s) {
   wait_flush(s);
-  /* Only a version this launch committed: its tables describe it (a
-   * restore point of a re-slice holds the old ranks' bytes). */
+  /* Not a re-slice's restore point that nothing of this launch replaced:
+   * it holds the old ranks' bytes, which this launch's tables do not
+   * describe (a plain restore point's tables were checked: check_tables). */
   if (!s->flush || !s->committed || !s->layout_done ||
-      s->committed <= s->ctl->restore_version ||
+      (s->committed <= s->ctl->restore_version &&
+       s->ctl->restore_reslice) ||
       ft__flush_done_version(s->flush) >= s->committed)
     return;
   start_flush(s, s->committed);

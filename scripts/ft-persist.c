@@ -211,6 +211,23 @@ static int pick(const ft__dir_t *jobdir, ft__pversion_t *v, int n,
   return ft__px_exit_of(rc);
 }
 
+/* Not found among the complete versions: where a version directory's
+ * MANIFEST is damaged, that is what verify reports (exit 5), not "none". */
+static int damaged_instead(const ft__dir_t *jobdir, int rc) {
+  int incomplete = 0, damaged = 0;
+  char why[512] = "";
+  if (rc != FT_PX_NOTFOUND ||
+      ft__persist_unlisted(jobdir, &incomplete, &damaged, why, sizeof(why)) !=
+          FT_OK ||
+      !damaged)
+    return rc;
+  fprintf(stderr, "ft-persist verify: %d version director%s of %s %s a "
+          "damaged MANIFEST; the newest: %s\n",
+          damaged, damaged == 1 ? "y" : "ies", jobdir->path,
+          damaged == 1 ? "has" : "have", why);
+  return FT_PX_CORRUPT;
+}
+
 static int cmd_verify(const opts_t *o, const ft__dir_t *jobdir,
                       const char *arg) {
   ft__pversion_t *v = NULL;
@@ -227,7 +244,7 @@ static int cmd_verify(const opts_t *o, const ft__dir_t *jobdir,
     rc = pick(jobdir, v, n, arg, &from, &to);
   if (rc) {
     ft__persist_list_free(v, n);
-    return rc;
+    return damaged_instead(jobdir, rc);
   }
   if (o->json) {
     printf("{\"job\":");

@@ -285,8 +285,8 @@ static int write_npy(out_t *o, ft_persisted_t *p, size_t i,
   for (uint64_t off = 0; rc == FT_PX_OK && off < t->bytes; off += CHUNK) {
     uint64_t n = t->bytes - off < CHUNK ? t->bytes - off : CHUNK;
     *rs = ft_persisted_read(p, i, off, n, buf, o->msg, sizeof(o->msg));
-    if (*rs)
-      rc = ft__px_exit_of(*rs);
+    if (*rs) /* a file of a listed version missing is damage, not "none" */
+      rc = *rs == FT_ENOENT ? FT_PX_CORRUPT : ft__px_exit_of(*rs);
     else if (ft__write_all(fd, buf, (size_t)n) != 0)
       rc = outdir_fail(o, rel, errno);
   }

@@ -1262,7 +1262,7 @@ static int private_stat(const struct stat *st, const char *path, char *msg,
                     path, (unsigned)st->st_uid, (unsigned)geteuid());
   if (st->st_mode & 022)
     return ft__msgf(FT_ECONFIG, msg, msglen,
-                    "%s: mode %04o, writable by others: anyone could plant "
+                    "%s: mode %04o, writable by group or others: they could plant "
                     "files in the job's store; %s",
                     path, (unsigned)(st->st_mode & 07777),
                     st->st_mode & S_ISVTX

@@ -128,15 +128,31 @@ def _candidates(key, prefix):
 
 
 def _pick(entries, key, prefix, rank):
-    """The entry like[key] reads: a global tensor, else the private buffer
-    of `rank`, else of the lowest rank holding it (data-parallel replicas
-    hold the same bytes)."""
+    """The entries like[key] may read: a global tensor, else the private
+    buffer of `rank`, else every rank's that holds it (_one_of checks that
+    they agree)."""
     for name in _candidates(key, prefix):
         held = [e for e in entries if e[1] == name and
                 (e[2] < 0 or rank is None or e[2] == rank)]
         if held:
-            return min(held, key=lambda e: e[2])
+            return sorted(held, key=lambda e: e[2])
     return None
+
+
+def _one_of(h, p, held, key):
+    """The bytes of like[key]: one entry's, or, when several ranks hold a
+    private buffer of that name and no rank was given, theirs if they are
+    all the same (data-parallel replicas); different bytes (shards of a
+    tensor registered as private buffers) are an error, never one rank's
+    bytes taken silently."""
+    raw = _read(h, p, held[0])
+    for e in held[1:]:
+        if not raw.equal(_read(h, p, e)):
+            raise Error(_FT_EMISMATCH, "load_persisted", f"like[{key!r}]: "
+                        f"ranks {held[0][2]} and {e[2]} hold different bytes "
+                        f"for {e[1]!r} (a private buffer per rank, not a "
+                        "replica): pass rank=R to take one rank's")
+    return raw
 
 
 def _viewed(raw, ref, key, entry):
@@ -157,12 +173,12 @@ def _viewed(raw, ref, key, entry):
 def _load_like(h, p, entries, like, prefix, rank, strict, dirname):
     out, missing = {}, []
     for key, ref in like.items():
-        e = _pick(entries, key, prefix, rank)
-        if e is None:
+        held = _pick(entries, key, prefix, rank)
+        if held is None:
             missing.append(f"{key!r} (as " + " or ".join(
                 repr(n) for n in _candidates(key, prefix)) + ")")
             continue
-        out[key] = _viewed(_read(h, p, e), ref, key, e)
+        out[key] = _viewed(_one_of(h, p, held, key), ref, key, held[0])
     if missing and strict:
         raise Error(_FT_ENOENT, "load_persisted", f"{dirname} holds no "
                     f"buffer for {len(missing)} of like's entries: "
@@ -213,9 +229,10 @@ def load_persisted(dir=None, job=None, version=None, like=None, *,
     the model lives).  Key K matches the buffer register_model(model,
     prefix) registered for it, ``prefix + "." + K`` (long names shortened
     as register() shortens them), else a buffer registered as K itself;
-    prefix=None matches K only.  A private buffer is taken from ``rank``,
-    else from the lowest rank that holds it (replicas of a data-parallel
-    model are equal).  A key with no buffer raises ftrt.Error (FT_ENOENT)
+    prefix=None matches K only.  A private buffer is taken from ``rank``;
+    without one, every rank's copy is read and they must be equal
+    (replicas of a data-parallel model are), else ftrt.Error
+    (FT_EMISMATCH) says to pass rank=R.  A key with no buffer raises ftrt.Error (FT_ENOENT)
     naming it, unless strict=False, which leaves it out (tied weights
     appear once in named_parameters, so only once among the registered
     names); a size that differs raises FT_EMISMATCH.  Optimizer state is

@@ -39,6 +39,17 @@
 #      version in memory and hands over to the disk tier again; the job
 #      resumes from step 12 on the survivors and the spare with the
 #      fault-free digest.
+#   9. An SMP killed in the job's final flush (FT_PERSIST_EVERY=1000: the
+#      first commit's flush, then the final one): --restarts 1 relaunches
+#      from memory at the last step, which commits nothing new and flushes
+#      the version it restored as it ends; after the whole cluster is lost
+#      the job resumes from step 12, not from step 2.
+#  10. Markers (restore.disk) on h1 and h2 only, beside the stores of h3
+#      and h4: stale, removed with a warning, and the relaunch resumes from
+#      memory (step 8).
+#  11. Markers on every node, but every version on disk damaged: the
+#      launch is refused saying so, and no store changed (md5 of every
+#      file but the control segment, which each launch makes anew).
 #   5. The job's persist directory cannot be written (chattr +i): every
 #      flush fails and says so in the SMP's log and in ft-status; the job
 #      ends well.
@@ -59,6 +70,13 @@ persisted() {
     [ -f "$m" ] && [ "$(od -An -tu8 -j104 -N8 "$m" | tr -d ' ')" = "$1" ] && return 0
   done
   return 1
+}
+
+# complete_versions: "DIRECTORY STEP" of each complete version of $FT_JOB on
+# disk, newest first (ft-persist list).
+complete_versions() {
+  ft-persist --dir "$PERSIST" --job "$FT_JOB" list 2>/dev/null |
+    awk '$1 ~ /^v[0-9]+\.e[0-9]+$/ { print $1, $3 }'
 }
 
 # wait_persisted STEP WHAT: while the job is held, its flush of STEP ends.
@@ -107,14 +125,17 @@ export FT_JOB=damaged$$
 launch c3.a 12 --job "$FT_JOB" --persist "$PERSIST"
 expect_rc c3.a 0 "12 steps with --persist"
 persisted 12 || fail "case 3: step 12 is not complete on disk"
-newest=$(ls -d "$PERSIST/$FT_JOB"/v*.e* | sort -t v -k2 -n | tail -1)
+read -r newest _ < <(complete_versions | sed -n 1p)
+read -r _ older < <(complete_versions | sed -n 2p)
+[ -n "$older" ] || { complete_versions; fail "case 3: no second complete version on disk"; }
+newest=$PERSIST/$FT_JOB/$newest
 printf '\x5a' | dd of="$newest/rank1" bs=1 seek=1000 conv=notrunc status=none ||
   fail "case 3: cannot damage $newest/rank1"
 up c3 4
 launch c3.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
 expect_rc c3.b 0 "relaunch over a damaged newest version"
 expect_line c3.b "persisted version [0-9]+ \\(step 12\\) cannot be restored: .*$(basename "$newest")/rank1: block 0" "the damaged file named"
-expect_resumed c3.b 2 10 "relaunch"
+expect_resumed c3.b "$older" "$older" "relaunch"
 expect_digest c3.b "resumed from the older version"
 ok "step 12's rank1 damaged: named, resumed from step $RESUMED, digest $REF"
 
@@ -128,11 +149,12 @@ complete=$(ls "$PERSIST/$FT_JOB"/v*/MANIFEST 2>/dev/null | wc -l)
 dirs=$(ls -d "$PERSIST/$FT_JOB"/v*.e* | wc -l)
 [ "$complete" -ge 1 ] && [ "$dirs" -gt "$complete" ] ||
   { ls -lR "$PERSIST/$FT_JOB"; fail "case 4: expected complete versions and the interrupted one ($complete of $dirs)"; }
+read -r _ newest < <(complete_versions | sed -n 1p)
 up c4 4
 launch c4.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
 expect_rc c4.b 0 "relaunch on a new cluster"
 expect_line c4.b 'restoring from the disk tier' "relaunch"
-expect_resumed c4.b 2 18 "relaunch"
+expect_resumed c4.b "$newest" "$newest" "relaunch"
 expect_digest c4.b "resumed from the version before the interrupted flush"
 ok "flush interrupted on h2: resumed from step $RESUMED, digest $REF"
 
@@ -221,3 +243,68 @@ expect_line c8.b 'ft-restore: .*the disk tier takes over: the relaunch resumes f
 expect_resumed c8.b 12 12 "relaunch"
 expect_digest c8.b "resumed from disk twice"
 ok "h2 lost during the restore from disk: restored from disk again, digest $REF"
+
+begin "9. an SMP killed in the final flush: the relaunch flushes the version it restored"
+up c9 4
+REF=$REF4
+export FT_JOB=final$$ FT_PERSIST_EVERY=1000
+FT_FAULT=flush:2@h2 launch c9.a 12 --job "$FT_JOB" --persist "$PERSIST" --restarts 1
+expect_rc c9.a 0 "h2's SMP killed in its final flush, --restarts 1"
+expect_line c9.a "fault point 'flush'" "the fault fired"
+expect_resumed c9.a 12 12 "relaunch from memory"
+persisted 12 || { complete_versions; fail "case 9: the relaunch did not flush the version of step 12 it restored"; }
+up c9 4
+launch c9.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c9.b 0 "relaunch on a new cluster"
+expect_resumed c9.b 12 12 "relaunch from disk"
+expect_digest c9.b "resumed from step 12 on disk"
+export FT_PERSIST_EVERY=1
+ok "the final flush redone by the relaunch; resumed from step 12, digest $REF"
+
+# mark HOSTS: ft-restore's marker (restore.disk) in the store of each host
+mark() {
+  local h
+  for h in $1; do
+    # shellcheck disable=SC2016 # expands on the host
+    ft-cluster exec --name "$CL" "$h" sh -c 'printf %s "$0" >"/dev/shm/ftrt/$FT_JOB/restore.disk"' "$PERSIST" ||
+      fail "cannot mark $h"
+  done
+}
+
+begin "10. stale markers beside held stores: removed, memory decides"
+up c10 4
+REF=$REF4
+export FT_JOB=stale$$
+launch c10.a 8 --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c10.a 0 "8 steps"
+mark "h1 h2"
+launch c10.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c10.b 0 "relaunch with markers on h1 and h2"
+expect_line c10.b 'restore.disk: ignored and removed, another node holds a store' "the stale marker"
+expect_no_line c10.b 'restoring from the disk tier' "relaunch"
+expect_resumed c10.b 8 8 "relaunch from memory"
+expect_digest c10.b "resumed from memory"
+ok "markers on h1 and h2 only: removed; resumed from step 8 in memory, digest $REF"
+
+begin "11. markers everywhere, every version on disk damaged: refused, nothing changed"
+up c11 4
+export FT_JOB=nodisk$$
+launch c11.a 8 --job "$FT_JOB" --persist "$PERSIST"
+expect_rc c11.a 0 "8 steps"
+for f in "$PERSIST/$FT_JOB"/v*/rank0; do
+  printf '\x5a' | dd of="$f" bs=1 seek=100 conv=notrunc status=none || fail "damage $f"
+done
+mark "h1 h2 h3 h4"
+# what a later recovery needs: every file but the control segment (ctl,
+# ctl.bufs<i>), which each launch makes anew
+kept_md5() { store_md5 "$1" | grep -v '  ctl'; }
+for h in h1 h2 h3 h4; do kept_md5 "$h" >"$WORK/c11.md5.$h"; done
+launch c11.b "$STEPS" --job "$FT_JOB" --persist "$PERSIST"
+[ "$RC" -ne 0 ] || die_with c11.b "every version on disk damaged: the relaunch did not refuse"
+expect_line c11.b "every persisted version under .* is damaged .* Nothing was started, nothing changed" "the refusal"
+expect_no_line c11.b '^resumed from step|^fresh start' "the refused launch"
+for h in h1 h2 h3 h4; do
+  [ "$(kept_md5 "$h")" = "$(cat "$WORK/c11.md5.$h")" ] ||
+    fail "case 11: the store of $h changed though the launch was refused"
+done
+ok "refused; the stores of every host unchanged"

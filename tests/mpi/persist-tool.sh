@@ -198,7 +198,9 @@ flip "$P/pt/v1.e1/MANIFEST" 20
 run damaged 0 list
 grep -q '^v1.e1' "$WORK/damaged.out" && fail "list shows v1.e1 with a damaged MANIFEST"
 says damaged out "1 damaged version directory (its MANIFEST unreadable), the newest: $P/pt/v1.e1/MANIFEST: CRC mismatch"
-note "damaged MANIFEST: counted and named, not listed"
+run damaged-verify 5 verify v1.e1
+says damaged-verify err "1 version directory of $P/pt has a damaged MANIFEST; the newest: $P/pt/v1.e1/MANIFEST: CRC mismatch"
+note "damaged MANIFEST: counted and named, not listed; verify of it: exit 5, named"
 
 # ---- a directory that is not this user's own ----
 chmod 777 "$P"

@@ -35,7 +35,7 @@ rm -rf "$foreign"
 open_root="$HOMEDIR/open"
 mkdir "$open_root" && chown nobody "$open_root" && chmod 777 "$open_root"
 as_nobody open "$open_root" && fail "a world-writable store root was accepted"
-grep -q "$open_root: mode 0777, writable by others" "$LOGDIR/open" ||
+grep -q "$open_root: mode 0777, writable by group or others" "$LOGDIR/open" ||
   { log_of open | tail; fail "no clear message for a world-writable root"; }
 [ -z "$(ls -A "$open_root")" ] || fail "something was created in a world-writable root"
 note "a foreign root and a world-writable root: refused, nothing created"

@@ -41,10 +41,10 @@ refused() {
 }
 
 chmod 777 "$FT_STORE_ROOT"
-refused "world-writable root" "$FT_STORE_ROOT: mode 0777, writable by others"
+refused "world-writable root" "$FT_STORE_ROOT: mode 0777, writable by group or others"
 chmod 700 "$FT_STORE_ROOT"
 chmod 770 "$JOBDIR"
-refused "group-writable job directory" "$JOBDIR: mode 0770, writable by others"
+refused "group-writable job directory" "$JOBDIR: mode 0770, writable by group or others"
 chmod 700 "$JOBDIR"
 # The job directory moved away and a link to it put in its place.
 STORE=$FT_STORE_ROOT/moved

@@ -1,7 +1,8 @@
 """ftrt.load_persisted on versions written by persist/'s own writer
 (tests/mpi/persist-write, no job): every byte of global tensors put
 together from uneven, overlapping slices and of private buffers per rank;
-like= viewing them as a model's state dict (load_state_dict takes it); a
+like= viewing them as a model's state dict (load_state_dict takes it),
+and refusing a private buffer whose ranks differ unless a rank is given; a
 flipped byte raising FT_ECORRUPT naming the file, and the default version
 falling back to the newest good one with a warning; a missing slice, a
 missing version, a size that differs, a bad argument.  Run by
@@ -124,6 +125,18 @@ def test_like_refuses_what_does_not_match(root):
     assert e.value.name == "FT_EMISMATCH"
     assert "(3, 3) torch.float32 (36 bytes)" in str(e.value)
     assert "holds 24 bytes" in str(e.value)
+
+
+def test_like_never_takes_one_ranks_private_bytes_silently(root):
+    """'counters' is private and differs on every rank: like= without a
+    rank refuses rather than return rank 0's; replicas that agree (the
+    model's weights, the same on every rank) come back as they are."""
+    with pytest.raises(ftrt.Error) as e:
+        ftrt.load_persisted(root, JOB, like={
+            "counters": torch.zeros(2, dtype=torch.int64)})
+    assert e.value.name == "FT_EMISMATCH"
+    assert "hold different bytes for 'counters'" in str(e.value)
+    assert "pass rank=R" in str(e.value)
 
 
 def test_a_flipped_byte(root):
