@@ -65,15 +65,19 @@ int ft__px_exit_of(int status) {
   }
 }
 
-/* Length of the UTF-8 sequence at s, 0 when it is not a valid one. */
+/* Length of the UTF-8 sequence at s, 0 when it is not a valid one
+ * (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF). */
 static int utf8_len(const unsigned char *s) {
   int n = s[0] >= 0xf0 && s[0] <= 0xf4   ? 4
-          : s[0] >= 0xe0                 ? 3
+          : s[0] >= 0xe0 && s[0] <= 0xef ? 3
           : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
                                          : 0;
   for (int i = 1; i < n; i++)
     if ((s[i] & 0xc0) != 0x80)
       return 0;
+  if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+      (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+    return 0;
   return n;
 }
 
@@ -290,6 +294,8 @@ static int write_npy(out_t *o, ft_persisted_t *p, size_t i,
     else if (ft__write_all(fd, buf, (size_t)n) != 0)
       rc = outdir_fail(o, rel, errno);
   }
+  if (rc == FT_PX_OK && fsync(fd) != 0)
+    rc = outdir_fail(o, rel, errno);
   if (fd >= 0 && close(fd) != 0 && rc == FT_PX_OK)
     rc = outdir_fail(o, rel, errno);
   return rc;
@@ -311,6 +317,11 @@ static void index_tensor(FILE *f, const ft_persisted_t *p, size_t i) {
   fprintf(f, ", \"bytes\": %" PRIu64 ", \"kind\": \"%s\", \"file\": ", t.bytes,
           kind_name(t.kind));
   ft__px_json_str(f, rel);
+  /* the exact bytes: a name that is not UTF-8 reads as another in JSON */
+  fprintf(f, ", \"name_hex\": \"");
+  for (const unsigned char *c = (const unsigned char *)t.name; *c; c++)
+    fprintf(f, "%02x", *c);
+  fprintf(f, "\"");
   if (t.rank < 0) {
     fprintf(f, ",\n     \"slices\": [");
     for (uint32_t j = 0; j < t.nslices; j++) {
@@ -326,9 +337,12 @@ static void index_tensor(FILE *f, const ft_persisted_t *p, size_t i) {
   fprintf(f, "}");
 }
 
+/* index.json last, whole or not at all: written as index.json.tmp,
+ * fsynced, renamed, and OUTDIR fsynced, after every .npy was fsynced, so
+ * an export cut short (a crash, a power loss) never has an index.json. */
 static int write_index(out_t *o, const ft_persisted_t *p, const char *job) {
   int fd;
-  int rc = create_file(o, "index.json", &fd);
+  int rc = create_file(o, "index.json.tmp", &fd);
   FILE *f = rc == FT_PX_OK ? fdopen(fd, "w") : NULL;
   if (rc == FT_PX_OK && !f) {
     close(fd);
@@ -349,10 +363,13 @@ static int write_index(out_t *o, const ft_persisted_t *p, const char *job) {
   for (size_t i = 0; i < in.ntensors; i++)
     index_tensor(f, p, i);
   fprintf(f, "\n]}\n");
-  int bad = ferror(f);
+  int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
   int err = errno;
   if (fclose(f) != 0 || bad)
     return outdir_fail(o, "index.json", bad ? err : errno);
+  if (renameat(o->fd, "index.json.tmp", o->fd, "index.json") != 0 ||
+      track(o, "index.json", 0) != 0 || fsync(o->fd) != 0)
+    return outdir_fail(o, "index.json", errno);
   return FT_PX_OK;
 }
 
@@ -406,9 +423,20 @@ int ft__px_export(const char *dir, const char *job, const char *version,
                   const char *outdir, int json) {
   char msg[2048];
   ft_persisted_t *p = NULL;
+  /* OUTDIR first: a refused one is said before the version is read (a
+   * whole version is verified before "latest" is chosen). */
+  out_t o = {.path = outdir, .fd = -1};
+  int rc = open_outdir(&o);
+  if (rc) {
+    fprintf(stderr, "ft-persist export: %s\n", o.msg);
+    out_free(&o);
+    return rc;
+  }
   int rs = ft_persisted_open(dir, job, version, &p, msg, sizeof(msg));
   if (rs) {
     fprintf(stderr, "ft-persist export: %s\n", msg);
+    undo(&o);
+    out_free(&o);
     return ft__px_exit_of(rs);
   }
   if (msg[0]) /* "latest" passed over newer versions */
@@ -416,12 +444,9 @@ int ft__px_export(const char *dir, const char *job, const char *version,
             "ft-persist export: newer versions fail verification: "
             "%s\n",
             msg);
-  out_t o = {.path = outdir, .fd = -1};
   uint64_t bytes = 0;
   rs = FT_OK;
-  int rc = open_outdir(&o);
-  if (rc == FT_PX_OK)
-    rc = export_all(&o, p, job, &bytes, &rs);
+  rc = export_all(&o, p, job, &bytes, &rs);
   if (rc == FT_PX_OK)
     report(p, job, outdir, bytes, msg, json);
   else {
