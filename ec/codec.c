@@ -19,6 +19,8 @@
 
 #include <isa-l/erasure_code.h>
 
+#include "ec/upper.h"
+
 #include "base/alloc.h"
 #include "ftrt.h"
 
@@ -141,6 +143,7 @@ static void dot_pieces(size_t piece, size_t len, int nsrc, int rows,
       d[r] = dst[r] + off;
     ec_encode_data((int)step, nsrc, rows, tbls, s, d);
   }
+  ft__isal_done(); /* once a call: pieces run back to back in ISA-L */
 }
 
 /* dst[r] ^= coefficient(r, vec_i) * src, piece by piece. */
@@ -154,6 +157,7 @@ static void mad_pieces(size_t piece, size_t len, int k, int vec_i, int rows,
       d[r] = dst[r] + off;
     ec_encode_data_update((int)step, k, rows, vec_i, tbls, src + off, d);
   }
+  ft__isal_done();
 }
 
 /* A NULL array of n > 0 buffers, or a NULL buffer in it when there are

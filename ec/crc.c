@@ -8,8 +8,13 @@
 
 #include <isa-l/crc64.h>
 
+#include "ec/upper.h"
+
 uint64_t ft__crc64(uint64_t seed, const void *buf, size_t len) {
   if (len == 0)
     return seed;
-  return crc64_ecma_refl(seed, (const unsigned char *)buf, (uint64_t)len);
+  uint64_t crc =
+      crc64_ecma_refl(seed, (const unsigned char *)buf, (uint64_t)len);
+  ft__isal_done();
+  return crc;
 }
