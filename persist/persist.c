@@ -469,17 +469,10 @@ static int copy_rank(ft__prank_t *r, int fd, uint64_t off, int out,
     size_t n = (size_t)(r->bytes - done < FT_PERSIST_BLOCK
                             ? r->bytes - done
                             : FT_PERSIST_BLOCK);
-    size_t got = 0;
-    while (got < n) {
-      ssize_t k = pread(fd, buf + got, n - got, (off_t)(off + done + got));
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0)
-        return ft__msgf(FT_EIO, msg, msglen,
-                        "%s: the slot could not be read (%s)", path,
-                        k < 0 ? strerror(errno) : "it was cut short");
-      got += (size_t)k;
-    }
+    if (ft__pread_all(fd, buf, n, off + done) != 0)
+      return ft__msgf(FT_EIO, msg, msglen,
+                      "%s: the slot could not be read (%s)", path,
+                      errno ? strerror(errno) : "it was cut short");
     r->block_crc[b] = ft__crc64(0, buf, n);
     if (ft__write_all(out, buf, n) != 0)
       return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: write: %s",
@@ -863,16 +856,9 @@ static int load_block(ft__pfile_t *f, uint64_t b, char *msg, size_t msglen) {
   size_t n = (size_t)(f->r->bytes - off < FT_PERSIST_BLOCK ? f->r->bytes - off
                                                            : FT_PERSIST_BLOCK);
   f->block_idx = UINT64_MAX;
-  size_t got = 0;
-  while (got < n) {
-    ssize_t k = pread(f->fd, f->block + got, n - got, (off_t)(off + got));
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      return ft__msgf(FT_EIO, msg, msglen, "%s: read: %s", f->path,
-                      k < 0 ? strerror(errno) : "short read (truncated?)");
-    got += (size_t)k;
-  }
+  if (ft__pread_all(f->fd, f->block, n, off) != 0)
+    return ft__msgf(FT_EIO, msg, msglen, "%s: read: %s", f->path,
+                    errno ? strerror(errno) : "short read (truncated?)");
   if (ft__crc64(0, f->block, n) != f->r->block_crc[b])
     return ft__msgf(FT_ECORRUPT, msg, msglen,
                     "%s: block %" PRIu64 " (bytes %" PRIu64 "..%" PRIu64

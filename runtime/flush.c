@@ -75,21 +75,6 @@ static int cancelled(void *arg) {
   return __atomic_load_n(&f->cancel, __ATOMIC_SEQ_CST);
 }
 
-/* pread exactly n bytes at off of the slot file. */
-static int read_slot(ft__flush_t *f, void *dst, size_t n, uint64_t off) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t k = pread(f->fd, (uint8_t *)dst + got, n - got,
-                      (off_t)(off + got));
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      return -1;
-    got += (size_t)k;
-  }
-  return 0;
-}
-
 /* The slot still holds the version, and its data chunks still have the
  * CRCs they were sealed with: checked after the rank files were read from
  * it, so a bit that flipped in memory before the flush read it is never
@@ -97,7 +82,7 @@ static int read_slot(ft__flush_t *f, void *dst, size_t n, uint64_t off) {
  * ft-restore treats the chunk as an erasure). */
 static int check_slot(ft__flush_t *f) {
   ft__slot_hdr_t h;
-  if (read_slot(f, &h, sizeof(h), 0) != 0)
+  if (ft__pread_all(f->fd, &h, sizeof(h), 0) != 0)
     return ft__msgf(FT_EIO, f->msg, sizeof(f->msg),
                     "slot%d: its header could not be read back", f->slot);
   if (h.hdr_crc != ft__slot_hdr_crc(&h) || h.version != f->desc.version ||
@@ -113,7 +98,8 @@ static int check_slot(ft__flush_t *f) {
                               : FT_PERSIST_BLOCK);
       if (cancelled(f))
         return FT_EBUSY;
-      if (read_slot(f, f->buf, n, h.data_off + c * h.chunk_bytes + done))
+      if (ft__pread_all(f->fd, f->buf, n,
+                        h.data_off + c * h.chunk_bytes + done))
         return ft__msgf(FT_EIO, f->msg, sizeof(f->msg),
                         "slot%d: chunk %u could not be read back", f->slot, c);
       crc = ft__crc64(crc, f->buf, n);
@@ -294,11 +280,6 @@ static void join(ft__flush_t *f) {
 
 void ft__flush_poll(ft__flush_t *f) {
   if (f && f->running && __atomic_load_n(&f->ended, __ATOMIC_ACQUIRE))
-    join(f);
-}
-
-void ft__flush_wait(ft__flush_t *f) {
-  if (f && f->running)
     join(f);
 }
 

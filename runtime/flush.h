@@ -42,8 +42,6 @@ int ft__flush_start(ft__flush_t *f, int idx, int slot_fd,
 void ft__flush_cancel_slot(ft__flush_t *f, int idx);
 /* Join a flush that has ended (does not wait for a running one). */
 void ft__flush_poll(ft__flush_t *f);
-/* Wait for a running flush to end (the job is ending). */
-void ft__flush_wait(ft__flush_t *f);
 /* The newest version whose part this node has flushed, 0 none. */
 uint64_t ft__flush_done_version(const ft__flush_t *f);
 /* Cancel, wait, free.  f may be NULL. */

@@ -819,6 +819,21 @@ int ft__write_all(int fd, const uint8_t *p, size_t n) {
   return 0;
 }
 
+int ft__pread_all(int fd, void *buf, size_t n, uint64_t off) {
+  for (size_t got = 0; got < n;) {
+    ssize_t k = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0) {
+      if (k == 0)
+        errno = 0;
+      return -1;
+    }
+    got += (size_t)k;
+  }
+  return 0;
+}
+
 int ft__store_write_file(const ft__dir_t *dir, const char *name,
                          const void *buf, size_t len, char *msg,
                          size_t msglen) {

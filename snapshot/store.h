@@ -469,6 +469,9 @@ int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
 
 /* write(2) until all n bytes are out (EINTR retried); 0 or -1 (errno). */
 int ft__write_all(int fd, const uint8_t *p, size_t n);
+/* pread(2) of exactly n bytes at off (EINTR retried): 0, or -1 with errno,
+ * which is 0 when the file ended first. */
+int ft__pread_all(int fd, void *buf, size_t n, uint64_t off);
 
 /*
  * One launch per job and node: an exclusive flock(2) on the store directory
