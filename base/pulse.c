@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -222,7 +223,8 @@ static void take_datagrams(ft__pulse_t *p, double t) {
 
 int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
   *p = (ft__pulse_t){.comm = MPI_COMM_NULL, .rreq = MPI_REQUEST_NULL,
-                     .timeout_s = timeout_s, .silent = -1, .udp = -1};
+                     .timeout_s = timeout_s, .silent = -1, .udp = -1,
+                     .wake = -1};
   /* A quarter of the timeout: three heartbeats may be late before a peer
    * counts as silent.  At most 5 s, so that N peers cost N tiny messages
    * every few seconds; at least 10 ms. */
@@ -430,9 +432,12 @@ static void *watch_main(void *v) {
       send_datagrams(p);
       p->sent = t;
     }
-    struct pollfd pf = {.fd = p->udp, .events = POLLIN};
-    int ms = (int)(p->period_s * 250); /* a quarter period */
-    (void)poll(&pf, 1, ms < 1 ? 1 : ms);
+    /* A quarter period, or until ft__pulse_unwatch wakes it: a stop
+     * never waits out the poll (ft_init and ft-restore each stop one). */
+    struct pollfd pf[2] = {{.fd = p->udp, .events = POLLIN},
+                           {.fd = p->wake, .events = POLLIN}};
+    int ms = (int)(p->period_s * 250);
+    (void)poll(pf, 2, ms < 1 ? 1 : ms);
     t = now();
     listening(p, t, p->size); /* datagrams only: no MPI here */
     take_datagrams(p, t);
@@ -453,9 +458,15 @@ int ft__pulse_watch(ft__pulse_t *p,
     return FT_EIO;
   watch_args = (watch_arg_t){.p = p, .on_silent = on_silent, .arg = arg};
   p->stop_watch = 0;
-  pthread_t th;
-  if (pthread_create(&th, NULL, watch_main, &watch_args))
+  p->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (p->wake < 0)
     return FT_EIO;
+  pthread_t th;
+  if (pthread_create(&th, NULL, watch_main, &watch_args)) {
+    close(p->wake);
+    p->wake = -1;
+    return FT_EIO;
+  }
   p->watch_thread = (unsigned long)th;
   p->watching = 1;
   return FT_OK;
@@ -465,6 +476,11 @@ void ft__pulse_unwatch(ft__pulse_t *p) {
   if (!p->watching)
     return;
   p->stop_watch = 1;
+  uint64_t one = 1;
+  ssize_t n = write(p->wake, &one, sizeof(one)); /* no poll to wait out */
+  (void)n; /* a full counter (never) still wakes it */
   pthread_join((pthread_t)p->watch_thread, NULL);
+  close(p->wake);
+  p->wake = -1;
   p->watching = 0;
 }

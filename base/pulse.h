@@ -54,6 +54,7 @@ typedef struct ft__pulse {
   unsigned char *armed;     /* [size] a datagram came from it (watch) */
   int watching;             /* ft__pulse_watch's thread runs */
   volatile int stop_watch;
+  int wake;                 /* eventfd: wakes the thread to stop, -1 */
   unsigned long watch_thread; /* pthread_t */
   int *done;           /* room for MPI_Testsome's indices */
   int done_cap;

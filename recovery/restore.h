@@ -23,6 +23,7 @@
 #include "base/fault.h"
 #include "ec/layout.h"
 #include "snapshot/ctl.h"
+#include "runtime/times.h"
 #include "snapshot/store.h"
 
 #define FT_RESTORE_MAX_GROUP 256
@@ -130,6 +131,10 @@ typedef struct ft__restore {
   int nlost, ncorrupt;
   uint64_t bytes_rebuilt;
   double seconds;
+  /* for ft-launch's account of a recovery (runtime/times.h): started,
+   * MPI up (times), survey done, rebuild done (wall-clock ms) */
+  ft__times_t times;
+  int64_t surveyed_ms, rebuilt_ms;
   char msg[1024];
 } ft__restore_t;
 

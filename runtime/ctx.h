@@ -13,6 +13,7 @@
 #include "ftrt.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
+#include "runtime/times.h"
 #include "snapshot/ctl.h"
 #include "snapshot/store.h"
 
@@ -58,6 +59,7 @@ struct ft_ctx {
   uint64_t copy_version;
   int copy_status;
   ft__cuda_t *cuda;
+  ft__times_t times; /* for ft-launch's account of a recovery */
   int cuda_pinned[FT_NSLOTS];
 };
 

@@ -177,6 +177,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
     ft__free(c);
     return rc;
   }
+  ft__times_begin(&c->times);
   MPI_Comm_rank(MPI_COMM_WORLD, &c->world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &c->world_size);
   gethostname(c->host, sizeof(c->host) - 1);
@@ -217,6 +218,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
     ft__smp_run(c);
   *ctx = c;
   *app_comm = c->app_comm;
+  c->times.init_ms = ft__times_now_ms();
   return FT_OK;
 }
 

@@ -397,6 +397,9 @@ static int hold_after_commit(ft_ctx_t *c, uint64_t step) {
 int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   if (!c)
     return FT_EINVAL;
+  int rank = -1;
+  MPI_Comm_rank(c->app_comm, &rank);
+  ft__times_first_step(&c->times, rank); /* the step after a restore is done */
   /* The previous lazy copy reads hold_gen: it must be over before the gate
    * decides for this snapshot. */
   int rc = ft_fence(c);
@@ -473,9 +476,7 @@ static int copy_in(ft_ctx_t *c, ft__slot_t *s) {
   return FT_OK;
 }
 
-int ft_restore(ft_ctx_t *c, uint64_t *step) {
-  if (!c)
-    return FT_EINVAL;
+static int restore_state(ft_ctx_t *c, uint64_t *step) {
   int rc = ft_fence(c);
   if (rc == FT_OK)
     rc = ensure_layout(c);
@@ -510,5 +511,14 @@ int ft_restore(ft_ctx_t *c, uint64_t *step) {
   rc = ft__agree(c->app_comm, copy_in(c, &c->slot[slot]));
   if (rc == FT_OK && step)
     *step = c->slot[slot].hdr->step;
+  return rc;
+}
+
+int ft_restore(ft_ctx_t *c, uint64_t *step) {
+  if (!c)
+    return FT_EINVAL;
+  int rc = restore_state(c, step);
+  if (rc == FT_OK)
+    c->times.restored_ms = ft__times_now_ms();
   return rc;
 }
