@@ -5,7 +5,10 @@
 #      --spares 1 finds the lost host, puts s1 in its place, runs
 #      ft-restore, relaunches; the job resumes from the restored step and
 #      ends with the fault-free digest.  Every position 0..3 of group 0 is
-#      lost once.
+#      lost once.  ft-launch says where the recovery's time went (issue
+#      18), and --times FILE holds its stamps in the order the recovery
+#      passed them; the job's and ft-restore's "ftrt-times:" lines that
+#      they come from are not shown.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -16,6 +19,24 @@ begin "fault-free reference: 4 hosts, 3+1, $STEPS steps"
 reference ref "$STEPS"
 ok "fault-free digest $REF"
 
+# expect_account LOG WHAT: ft-launch's account of the recovery, and its
+# stamps (--times LOG.times) each at or after the one before
+S='[0-9]+\.[0-9]{2} s'
+expect_account() {
+  expect_line "$1" "^ft-launch: recovery 1: training resumed $S after the failed job's end: teardown $S, lost hosts $S, regroup $S, ft-restore $S \\(start-up $S, survey $S, rebuild $S, [0-9.]+ MiB\\), relaunch $S, ft_init $S, until restored $S; its first step took $S$" "$2: the recovery's account"
+  expect_no_line "$1" 'ftrt-times' "$2: the lines ft-launch reads are not shown"
+  local t=$WORK/$1.times k prev=0 v
+  [ "$(wc -l <"$t")" -eq 1 ] || die_with "$1" "$2: --times holds $(wc -l <"$t") lines, not 1"
+  grep -q '^recovery=1 mode=replace ' "$t" || die_with "$1" "$2: --times: $(cat "$t")"
+  for k in fail torn probed regrouped restore_start r_mpi_ms r_survey_ms \
+           r_rebuilt_ms restore_end relaunch mpi_ms init_ms restored_ms step_ms; do
+    v=$(grep -o " $k=[0-9]*" "$t" | cut -d= -f2)
+    [ -n "$v" ] && [ "$v" -ge "$prev" ] ||
+      die_with "$1" "$2: --times: $k=${v:-(none)} is not at or after the stamp before it ($prev): $(cat "$t")"
+    prev=$v
+  done
+}
+
 positions=
 for i in 1 2 3 4; do
   h=h$i
@@ -23,7 +44,8 @@ for i in 1 2 3 4; do
   [ "$i" -eq 1 ] || up cgroup 4 --spares 1
   export FT_JOB=lose-$h
   log=lose$i
-  launch_held "$log" "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 1
+  launch_held "$log" "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 1 \
+    --times "$WORK/$log.times"
   chaos "$log" kill-node "$h"
   finish
   expect_rc "$log" 0 "kill $h: ft-launch --restarts 1 --spares 1"
@@ -39,6 +61,7 @@ for i in 1 2 3 4; do
   hosts="h1 h2 h3 h4"
   expect_line "$log" "^ft-launch: on cluster $CL: ${hosts/$h/s1};" "kill $h: relaunch with s1 in $h's place"
   expect_digest "$log" "kill $h"
+  expect_account "$log" "kill $h"
   ok "$h (group 0 position $pos) lost: rebuilt on s1, resumed from step $RESUMED, digest matches"
 done
 [ "$(tr ' ' '\n' <<<"$positions" | sort -n | tr -d '\n')" = 0123 ] ||

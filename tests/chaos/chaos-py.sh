@@ -9,7 +9,8 @@
 #      relaunches on the same hosts, resumes from step 8, the same digest
 #   3. h3 lost at step 12 (kill-node: processes and /dev/shm gone), one
 #      spare: ft-restore rebuilds h3's store on s1, the job resumes from
-#      step 12 and ends with the fault-free digest
+#      step 12 and ends with the fault-free digest; ft-launch says where
+#      the recovery's time went (the Python trainer stamps it too)
 # The shrink case is tests/chaos/chaos-py-shrink.sh.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -48,6 +49,9 @@ expect_rc kn 0 "kill-node h3: ft-launch --restarts 1 --spares 1"
 expect_line kn '^ft-launch: lost host\(s\): *h3 *; replacing them with spare\(s\) s1$' "kill-node h3"
 expect_line kn '^ft-restore: lost node 2 \(h3, group 0 position [0-3]\) -> s1$' "kill-node h3"
 expect_resumed kn 12 12 "kill-node h3"
+# the Python trainer's ft_restore and first snapshot() stamp the recovery
+expect_line kn "^ft-launch: recovery 1: training resumed [0-9.]+ s after the failed job's end: .*, until restored [0-9.]+ s; its first step took [0-9.]+ s$" "kill-node h3: the recovery's account"
+expect_no_line kn 'ftrt-times' "kill-node h3: the lines ft-launch reads are not shown"
 expect_line kn "^digest-at 12 $REF12\$" "kill-node h3: the state restored on s1"
 expect_digest kn "kill-node h3"
 ok "h3 lost: rebuilt on s1, resumed from step $RESUMED, digest matches"
