@@ -5,7 +5,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "recovery/rebuild.h"
@@ -24,19 +23,15 @@ int ft__restore_run(ft__restore_t *r) {
   return rc;
 }
 
-/* Under ft-launch (FTRT_LAUNCH_ID set), the line it reads and hides: when
- * this restore passed each point, and what it rebuilt. */
+/* Under ft-launch, the line it reads: when this restore passed each point,
+ * and what it rebuilt (base/times.h). */
 static void report_times(const ft__restore_t *r) {
-  const char *id = getenv("FTRT_LAUNCH_ID");
-  if (!id || !*id || !r->rebuilt_ms)
-    return;
-  fprintf(stderr,
-          "ftrt-times: restore start_ms=%" PRId64 " mpi_ms=%" PRId64
-          " survey_ms=%" PRId64 " rebuilt_ms=%" PRId64 " bytes=%llu"
-          " rebuild_s=%.6f\n",
-          r->times.start_ms, r->times.mpi_ms, r->surveyed_ms, r->rebuilt_ms,
-          (unsigned long long)r->bytes_rebuilt, r->seconds);
-  fflush(stderr);
+  if (r->rebuilt_ms)
+    ft__times_say("restore",
+                  "mpi_ms=%" PRId64 " survey_ms=%" PRId64 " rebuilt_ms=%" PRId64
+                  " bytes=%llu",
+                  r->mpi_ms, r->surveyed_ms, r->rebuilt_ms,
+                  (unsigned long long)r->bytes_rebuilt);
 }
 
 static void report_json(const ft__restore_t *r, int status) {

@@ -21,9 +21,9 @@
 #include <stdint.h>
 
 #include "base/fault.h"
+#include "base/times.h"
 #include "ec/layout.h"
 #include "snapshot/ctl.h"
-#include "runtime/times.h"
 #include "snapshot/store.h"
 
 #define FT_RESTORE_MAX_GROUP 256
@@ -131,10 +131,9 @@ typedef struct ft__restore {
   int nlost, ncorrupt;
   uint64_t bytes_rebuilt;
   double seconds;
-  /* for ft-launch's account of a recovery (runtime/times.h): started,
-   * MPI up (times), survey done, rebuild done (wall-clock ms) */
-  ft__times_t times;
-  int64_t surveyed_ms, rebuilt_ms;
+  /* for ft-launch's account of a recovery (base/times.h): MPI up, survey
+   * done, rebuild done (wall-clock ms) */
+  int64_t mpi_ms, surveyed_ms, rebuilt_ms;
   char msg[1024];
 } ft__restore_t;
 

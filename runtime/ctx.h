@@ -9,11 +9,11 @@
 #include <pthread.h>
 
 #include "base/fault.h"
+#include "base/times.h"
 #include "cuda/cuda.h"
 #include "ftrt.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
-#include "runtime/times.h"
 #include "snapshot/ctl.h"
 #include "snapshot/store.h"
 

@@ -177,7 +177,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
     ft__free(c);
     return rc;
   }
-  ft__times_begin(&c->times);
+  c->times.mpi_ms = ft__times_now_ms();
   MPI_Comm_rank(MPI_COMM_WORLD, &c->world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &c->world_size);
   gethostname(c->host, sizeof(c->host) - 1);

@@ -12,6 +12,7 @@
  * that ft_fence joins.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,12 +395,32 @@ static int hold_after_commit(ft_ctx_t *c, uint64_t step) {
   return rc;
 }
 
+/* Under ft-launch, rank 0 tells it when the state was back (and when the
+ * first step after it ended: the next ft_snapshot), base/times.h. */
+static void restored(ft_ctx_t *c) {
+  int rank;
+  c->times.restored_ms = ft__times_now_ms();
+  c->times.step_said = 0;
+  MPI_Comm_rank(c->app_comm, &rank);
+  if (rank == 0)
+    ft__times_say("job",
+                  "mpi_ms=%" PRId64 " init_ms=%" PRId64 " restored_ms=%" PRId64,
+                  c->times.mpi_ms, c->times.init_ms, c->times.restored_ms);
+}
+
+static void first_step_done(ft_ctx_t *c) {
+  int rank;
+  c->times.step_said = 1;
+  MPI_Comm_rank(c->app_comm, &rank);
+  if (rank == 0)
+    ft__times_say("step", "step_ms=%" PRId64, ft__times_now_ms());
+}
+
 int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   if (!c)
     return FT_EINVAL;
-  int rank = -1;
-  MPI_Comm_rank(c->app_comm, &rank);
-  ft__times_first_step(&c->times, rank); /* the step after a restore is done */
+  if (c->times.restored_ms && !c->times.step_said)
+    first_step_done(c);
   /* The previous lazy copy reads hold_gen: it must be over before the gate
    * decides for this snapshot. */
   int rc = ft_fence(c);
@@ -519,6 +540,6 @@ int ft_restore(ft_ctx_t *c, uint64_t *step) {
     return FT_EINVAL;
   int rc = restore_state(c, step);
   if (rc == FT_OK)
-    c->times.restored_ms = ft__times_now_ms();
+    restored(c);
   return rc;
 }
