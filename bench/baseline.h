@@ -43,21 +43,28 @@ typedef struct fb_encoder {
 /* 0, or -1 when out of memory or k, m out of range (fb_encoder_free it). */
 int fb_encoder_init(fb_encoder_t *e, int k, int m, size_t len);
 void fb_encoder_free(fb_encoder_t *e);
-/* One ec_encode_data call over all k*len bytes: wall seconds. */
+/* One ec_encode_data call over all k*len bytes (calls of 1 GiB a row when
+ * len is larger): wall seconds. */
 double fb_encoder_run(fb_encoder_t *e);
+/* ec_encode_data over all k*len bytes in calls of at most piece bytes a row
+ * (1 <= piece <= 1 GiB), each call on bytes of its own: wall seconds. */
+double fb_encoder_run_pieces(fb_encoder_t *e, size_t piece);
 
 /*
  * Raw ISA-L decode rebuilding `bytes` bytes of one erased data chunk of a
  * k+m code from k survivors (what one lost node costs: gf_invert_matrix,
  * ec_init_tables, ec_encode_data), from source pieces of at most piece bytes
- * so that the buffers stay bounded.  The output is one buffer of `bytes`
- * bytes: touched once beforehand, or (cold) fresh pages at every repetition,
- * as the memory of a replacement node is.  Median over reps of GB/s (1e9 B)
- * of bytes rebuilt; the result is checked against the original.  < 0 on
- * error.
+ * so that the buffers stay bounded.  The bytes are split evenly over
+ * `threads` threads (>= 1) that decode at once, each from sources and into
+ * an output of its own: touched once beforehand, or (cold) fresh pages at
+ * every repetition, as the memory of a replacement node is.  Median over
+ * reps of GB/s (1e9 B) of all bytes rebuilt over the wall time from the
+ * first thread's start to the last one's end; every thread's result is
+ * checked against the original.  < 0 on error.
  */
+#define FB_MAX_THREADS 1024
 double fb_decode_gbs(int k, int m, uint64_t bytes, size_t piece, int reps,
-                     int cold);
+                     int cold, int threads);
 
 /*
  * Write n bytes to a new file in dir, fsync it, close it, and remove it:

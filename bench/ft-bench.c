@@ -15,6 +15,10 @@
  *     snapshot (read from the control segment, as ft-status does) and a raw
  *     ISA-L ec_encode_data of the node's data bytes with the same k+m, run on
  *     every node at once as the SMPs encode at once;
+ *   - raw ISA-L encoding all nodes' data bytes together (same k+m, calls of
+ *     one chunk) on as many cores as the SMPs have, C = min(CPUs the SMPs
+ *     may run on, SMPs): C first trainers at once, 1/C of the bytes each.
+ *     The cluster's protect rate over this one is encode_vs_isal;
  *   - on rank 0, the single-thread CPU cost of memcpy, crc64 and encode;
  *   - on some repetitions, write+fsync of the same bytes to a disk directory.
  * All trainers start each timed part together (a barrier that sleeps instead
@@ -24,7 +28,8 @@
  *
  * Rank 0 prints '# ...' comment lines and one 'result KEY VALUE' line per
  * figure.  With --isal-decode it runs no MPI and prints the raw ISA-L decode
- * rate that ft-restore's rebuild rate is compared with.
+ * rate, on --threads cores at once, that ft-restore's rebuild rate is
+ * compared with.
  *
  * The benchmark links libftrt_core (the same objects as libftrt, with the
  * internal names visible) because it reads the SMP's counters from the
@@ -32,6 +37,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +74,7 @@ enum {
   X_SMP_PROT,   /* data bytes protected */
   X_SMP_SENT,   /* bytes sent */
   X_ISAL_ENC,   /* wall s of raw ec_encode_data of the node's data bytes */
+  X_ISAL_CL,    /* wall s of this ISA-L worker's share of all nodes' data */
   X_FLOOR_COPY, /* rank 0: thread CPU s per GB of memcpy */
   X_FLOOR_CRC,  /* rank 0: thread CPU s per GB of crc64 */
   X_FLOOR_ENC,  /* rank 0: thread CPU s per GB of data of ec_encode_data */
@@ -81,7 +88,7 @@ typedef struct opts {
   double compute_ms;     /* 0: 4 x the memcpy time */
   const char *fsync_dir; /* NULL: no fsync baseline */
   uint64_t decode_bytes; /* --isal-decode: no MPI */
-  int k, m;
+  int k, m, threads;
 } opts_t;
 
 typedef struct bench {
@@ -103,6 +110,11 @@ typedef struct bench {
   size_t chunk;
   fb_encoder_t enc;
   int have_enc;
+  int cores;              /* C: cores the SMPs have between them */
+  int isal_worker;        /* 0..C-1 on the trainers that run ISA-L on all
+                           * nodes' bytes, else -1 */
+  uint64_t cluster_bytes; /* data bytes of all nodes */
+  fb_encoder_t enc_cl;    /* an ISA-L worker's share of them */
   double prev_cpu;
   uint64_t prev_prot;
   double sum[MAX_REPS][X_N], max[MAX_REPS][X_N]; /* rank 0 */
@@ -116,6 +128,7 @@ static void usage(FILE *f) {
       "                    [--capture sync|lazy] [--compute-ms C]\n"
       "                    [--fsync-dir DIR] [--fsync-reps F] [--verbose]\n"
       "       ft-bench-mpi --isal-decode BYTES --k K --m M [--reps R]\n"
+      "                    [--threads T]\n"
       "One measured configuration of ftrt, run under mpirun (normally by the\n"
       "ft-bench script).  Every trainer registers M MiB and times snapshots\n"
       "against a plain memcpy, the SMP's encode against raw ISA-L, and\n"
@@ -134,6 +147,8 @@ static void usage(FILE *f) {
       "                   lost chunk of a K+M code into touched memory\n"
       "                   (isal_decode_gbs) and into fresh pages\n"
       "                   (isal_decode_cold_gbs)\n"
+      "  --threads T      the B bytes split over T threads decoding at\n"
+      "                   once (default 1)\n"
       "Exit status: 0 done, 1 a run failed, 2 usage.\n",
       f);
 }
@@ -189,6 +204,10 @@ static int set_opt(opts_t *o, const char *name, const char *v) {
     if (d < 1 || d > 1e12)
       return bad(name, v);
     o->decode_bytes = (uint64_t)d;
+  } else if (!strcmp(name, "threads")) {
+    if (d < 1 || d > FB_MAX_THREADS)
+      return bad(name, v);
+    o->threads = (int)d;
   } else if (!strcmp(name, "k") || !strcmp(name, "m")) {
     if (d < 1 || d > 254)
       return bad(name, v);
@@ -207,12 +226,14 @@ static int parse(int argc, char **argv, opts_t *o) {
                                      {"fsync-dir", required_argument, 0, 0},
                                      {"fsync-reps", required_argument, 0, 0},
                                      {"isal-decode", required_argument, 0, 0},
+                                     {"threads", required_argument, 0, 0},
                                      {"k", required_argument, 0, 0},
                                      {"m", required_argument, 0, 0},
                                      {"verbose", no_argument, 0, 'v'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
-  *o = (opts_t){.state_mb = 64, .reps = 11, .warmup = 2, .fsync_reps = 3};
+  *o = (opts_t){
+      .state_mb = 64, .reps = 11, .warmup = 2, .fsync_reps = 3, .threads = 1};
   int c, idx, rc;
   opterr = launcher_rank0();
   while ((c = getopt_long(argc, argv, "hv", lo, &idx)) != -1) {
@@ -397,6 +418,81 @@ static void learn_code(bench_t *b) {
   b->chunk = (size_t)v[3];
 }
 
+/* The CPUs this node's SMP may run on, tagged with the kernel's boot id:
+ * the virtual nodes of one host (and ft-cluster's namespaces) share a boot
+ * id and count its CPUs once, separate hosts count theirs apart. */
+typedef struct smp_cpus {
+  char boot[64];
+  cpu_set_t set;
+} smp_cpus_t;
+
+static void my_smp_cpus(const bench_t *b, smp_cpus_t *c) {
+  memset(c, 0, sizeof(*c));
+  if (!b->local0)
+    return;
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f || !fgets(c->boot, sizeof(c->boot), f))
+    gethostname(c->boot, sizeof(c->boot) - 1);
+  if (f)
+    fclose(f);
+  if (!c->boot[0])
+    c->boot[0] = '?';
+  if (sched_getaffinity((pid_t)b->ctl->smp_pid, sizeof(c->set), &c->set))
+    sched_getaffinity(0, sizeof(c->set), &c->set);
+}
+
+/* Distinct (boot id, CPU) pairs over the nodes' entries. */
+static int count_cpus(const smp_cpus_t *all, int n) {
+  int count = 0;
+  for (int i = 0; i < n; i++)
+    for (int cpu = 0; all[i].boot[0] && cpu < CPU_SETSIZE; cpu++) {
+      int seen = !CPU_ISSET(cpu, &all[i].set);
+      for (int j = 0; j < i && !seen; j++)
+        seen = !strcmp(all[j].boot, all[i].boot) && CPU_ISSET(cpu, &all[j].set);
+      count += !seen;
+    }
+  return count;
+}
+
+/*
+ * C, the cores the SMPs have between them: min(CPUs they may run on, SMPs).
+ * The first trainers of the first C nodes run the ISA-L baseline of the
+ * cluster's encode.  They may sit on other CPUs than the SMPs (bound
+ * trainers do): any C idle cores of the machine serve as well.
+ */
+static int learn_cores(bench_t *b) {
+  smp_cpus_t mine, *all = malloc((size_t)b->size * sizeof(*all));
+  int ok = all != NULL, first = 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, b->comm);
+  if (!ok) {
+    free(all);
+    return FT_ENOMEM;
+  }
+  my_smp_cpus(b, &mine);
+  MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine),
+                MPI_BYTE, b->comm);
+  int cpus = count_cpus(all, b->size);
+  free(all);
+  b->cores = cpus < b->nnodes ? cpus : b->nnodes;
+  double data = b->local0 ? (double)b->slot[0].hdr->data_bytes : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &data, 1, MPI_DOUBLE, MPI_SUM, b->comm);
+  b->cluster_bytes = (uint64_t)data;
+  MPI_Exscan(&b->local0, &first, 1, MPI_INT, MPI_SUM, b->comm);
+  if (b->rank == 0) /* Exscan leaves rank 0's result undefined */
+    first = 0;
+  b->isal_worker = b->local0 && first < b->cores ? first : -1;
+  return FT_OK;
+}
+
+/* This worker's part of the cluster's encode: all nodes' data bytes as k
+ * rows, split evenly over the C workers, in buffers of its own (the nodes'
+ * data is in as many bytes of memory, not in one node's worth, reused). */
+static int init_cluster_share(bench_t *b) {
+  uint64_t row = (b->cluster_bytes + (uint64_t)b->k - 1) / (uint64_t)b->k;
+  uint64_t c = (uint64_t)b->cores, w = (uint64_t)b->isal_worker;
+  return fb_encoder_init(&b->enc_cl, b->k, b->m, row / c + (w < row % c));
+}
+
 static int warm_up(bench_t *b) {
   int rc = FT_OK;
   for (int i = 0; i < b->o.warmup && rc == FT_OK; i++)
@@ -406,11 +502,15 @@ static int warm_up(bench_t *b) {
   if ((rc = agree(b, open_slots(b))))
     return fail(b, rc, "opening the store slots");
   learn_code(b);
+  if ((rc = learn_cores(b)))
+    return fail(b, rc, "the SMPs' CPUs");
   int ok = 1;
   if (b->m > 0 && b->chunk && (b->local0 || b->rank == 0)) {
     ok = fb_encoder_init(&b->enc, b->k, b->m, b->chunk) == 0;
     b->have_enc = ok;
   }
+  if (ok && b->have_enc && b->isal_worker >= 0)
+    ok = init_cluster_share(b) == 0;
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, b->comm);
   return ok ? FT_OK : fail(b, FT_ENOMEM, "ISA-L baseline buffers");
 }
@@ -521,6 +621,9 @@ static void time_isal(bench_t *b, double *x) {
   calm_barrier(b->comm);
   if (b->have_enc && b->local0)
     x[X_ISAL_ENC] = fb_encoder_run(&b->enc);
+  calm_barrier(b->comm);
+  if (b->have_enc && b->isal_worker >= 0)
+    x[X_ISAL_CL] = fb_encoder_run_pieces(&b->enc_cl, b->chunk);
 }
 
 /* Rank 0, alone: single-thread CPU cost of each step, per GB. */
@@ -607,6 +710,7 @@ MAXOF(r_xfer, X_SMP_XFER)
 MAXOF(r_enc, X_SMP_ENC)
 MAXOF(r_commit, X_SMP_COMMIT)
 MAXOF(r_isal, X_ISAL_ENC)
+MAXOF(r_isal_cluster, X_ISAL_CL)
 MAXOF(r_sent_max, X_SMP_SENT)
 MAXOF(r_floor_copy, X_FLOOR_COPY)
 MAXOF(r_floor_crc, X_FLOOR_CRC)
@@ -623,9 +727,11 @@ static double r_stall_vs_memcpy(const bench_t *b, int r) {
 static double r_sent_mean(const bench_t *b, int r) {
   return b->sum[r][X_SMP_SENT] / b->sum[r][X_NODE];
 }
-/* Bytes per second of SMP transfer+encode over raw ISA-L's: summed over the
- * nodes, that is sum(ISA-L time) / sum(transfer + encode time). */
-static double r_encode_vs_isal(const bench_t *b, int r) {
+/* Per SMP: bytes per second of SMP transfer+encode over raw ISA-L's encode
+ * of a node's bytes, run on every node at once (as many encodes as SMPs
+ * sharing the cores); summed over the nodes, that is sum(ISA-L time) /
+ * sum(transfer + encode time). */
+static double r_encode_per_smp_vs_isal(const bench_t *b, int r) {
   const double *s = b->sum[r];
   return nan_if_zero(s[X_ISAL_ENC]) / (s[X_SMP_XFER] + s[X_SMP_ENC]);
 }
@@ -643,6 +749,16 @@ static double r_protect_cpu_gb(const bench_t *b, int r) {
 }
 static double r_protect_gbs(const bench_t *b, int r) {
   return b->sum[r][X_SMP_PROT] / b->max[r][X_PROTECT] / 1e9;
+}
+static double r_isal_cluster_gbs(const bench_t *b, int r) {
+  return (double)b->cluster_bytes / nan_if_zero(b->max[r][X_ISAL_CL]) / 1e9;
+}
+/* The cluster's protect rate (all nodes' data bytes over the time from
+ * ft_snapshot until the last trainer saw the commit: copy, CRC, transfer,
+ * encode and commit) over raw ISA-L's encode of the same bytes on the same
+ * number of cores, C (learn_cores), in the same repetition. */
+static double r_encode_vs_isal(const bench_t *b, int r) {
+  return r_protect_gbs(b, r) / r_isal_cluster_gbs(b, r);
 }
 
 static void result(const char *key, double v) {
@@ -722,8 +838,15 @@ static void report_smp(const bench_t *b) {
   result("smp_encode_s", med(b, r_enc));
   result("smp_commit_s", med(b, r_commit));
   result("isal_encode_s", med(b, r_isal));
-  result("encode_vs_isal", med(b, r_encode_vs_isal));
+  result("encode_per_smp_vs_isal", med(b, r_encode_per_smp_vs_isal));
   result("encode_only_vs_isal", med(b, r_encode_only_vs_isal));
+  result("isal_cores", b->cores);
+  result("isal_cluster_bytes", (double)b->cluster_bytes);
+  result("isal_cluster_s", med(b, r_isal_cluster));
+  result("isal_cluster_gbs", med(b, r_isal_cluster_gbs));
+  /* Lazy capture: the protect time holds the trainers' compute loop, which
+   * the ISA-L run does not share the cores with. */
+  result("encode_vs_isal", b->lazy ? 0.0 / 0.0 : med(b, r_encode_vs_isal));
   result("smp_cpu_s_per_gb", med(b, r_smp_cpu_gb));
   result("protect_cpu_s_per_gb",
          b->lazy ? 0.0 / 0.0 : med(b, r_protect_cpu_gb));
@@ -771,15 +894,18 @@ static int run(bench_t *b) {
 
 static int decode_only(const opts_t *o) {
   size_t piece = (size_t)64 << 20;
-  double warm = fb_decode_gbs(o->k, o->m, o->decode_bytes, piece, o->reps, 0);
-  double cold = fb_decode_gbs(o->k, o->m, o->decode_bytes, piece, o->reps, 1);
+  int t = o->threads;
+  double warm =
+      fb_decode_gbs(o->k, o->m, o->decode_bytes, piece, o->reps, 0, t);
+  double cold =
+      fb_decode_gbs(o->k, o->m, o->decode_bytes, piece, o->reps, 1, t);
   if (warm < 0 || cold < 0) {
     fprintf(stderr, "ft-bench-mpi: raw ISA-L decode failed (memory?)\n");
     return 1;
   }
-  printf("result isal_decode_bytes %llu\nresult isal_decode_gbs %.6g\n"
-         "result isal_decode_cold_gbs %.6g\n",
-         (unsigned long long)o->decode_bytes, warm, cold);
+  printf("result isal_decode_bytes %llu\nresult isal_decode_threads %d\n"
+         "result isal_decode_gbs %.6g\nresult isal_decode_cold_gbs %.6g\n",
+         (unsigned long long)o->decode_bytes, t, warm, cold);
   return 0;
 }
 
@@ -810,6 +936,7 @@ int main(int argc, char **argv) {
   if (fin != FT_OK && b.rank == 0)
     fprintf(stderr, "ft-bench-mpi: ft_finalize: %s\n", ft_strerror(fin));
   fb_encoder_free(&b.enc);
+  fb_encoder_free(&b.enc_cl);
   free(b.state);
   free(b.dst);
   for (int i = 0; i < FT_NSLOTS; i++)
