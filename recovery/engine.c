@@ -68,7 +68,8 @@ static void report_json(const ft__restore_t *r, int status) {
 void ft__restore_report(const ft__restore_t *r, int status) {
   if (r->rank != 0)
     return;
-  report_times(r);
+  if (status == FT_OK)
+    report_times(r);
   if (r->opts.json) {
     report_json(r, status);
   } else if (status == FT_OK && r->disk) {

@@ -233,6 +233,7 @@ int main(int argc, char **argv) {
   int provided; /* a heartbeat thread runs beside MPI (it calls none) */
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   static ft__restore_t r;
+  ft__restore_init(&r);
   r.mpi_ms = ft__times_now_ms();
   r.comm = MPI_COMM_WORLD;
   MPI_Comm_rank(r.comm, &r.rank);
@@ -255,7 +256,6 @@ int main(int argc, char **argv) {
   memcpy(r.store_root, cfg.store_root, sizeof(r.store_root));
   r.piece_bytes = cfg.piece_bytes;
   ft__fault_parse(&r.fault, cfg.fault);
-  ft__dir_init(&r.dir, "");
   ft__store_dir(cfg.store_root, cfg.job, cfg.vnode_ranks ? r.rank : -1,
                 r.dir.path, FT_PATH_MAX);
   /* Heartbeats from a thread of their own bound every blocking wait on a

@@ -137,6 +137,13 @@ typedef struct ft__restore {
   char msg[1024];
 } ft__restore_t;
 
+/* Zero r: no communicator, no store, no slot (descriptors -1). */
+void ft__restore_init(ft__restore_t *r);
+
+/* Release what a run of the engine allocated and mapped in r (not r->dir,
+ * r->ctl, nor r->comm, which the caller gave or made). */
+void ft__restore_free(ft__restore_t *r);
+
 /* Is the chunk with this role (0..k-1 data, k.. parity) of node unusable:
  * the node is lost, its copy of the version is damaged, or the chunk
  * failed its CRC? */

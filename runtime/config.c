@@ -311,6 +311,14 @@ static int load_launch(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   if ((v = get("FT_FRESH", arg)) &&
       (rc = parse_int("FT_FRESH", v, 0, 1, &cfg->fresh, msg, msglen)))
     return rc;
+  if ((v = get("FT_REBUILD", arg))) {
+    if (strcmp(v, "replace") && strcmp(v, "shrink") && strcmp(v, ""))
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_REBUILD=%s: expected replace or shrink (ft-launch "
+                      "sets it on the relaunch of a recovery)",
+                      v);
+    cfg->rebuild = !*v ? 0 : !strcmp(v, "replace") ? 1 : 2;
+  }
   if ((v = get("FT_ALLOW_ROLLBACK", arg)))
     return parse_int("FT_ALLOW_ROLLBACK", v, 0, 1, &cfg->allow_rollback, msg,
                      msglen);

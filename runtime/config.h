@@ -46,6 +46,10 @@ typedef struct ft__config {
   int fresh; /* FT_FRESH=1: start over, discarding what the store holds */
   int allow_rollback; /* FT_ALLOW_ROLLBACK=1: resume from an older version
                        * than a committed one no node set holds whole */
+  /* FT_REBUILD=replace|shrink (set by ft-launch --restarts on the relaunch
+   * of a recovery): the SMPs run ft-restore's engine in ft_init before they
+   * open their stores (runtime/recover.c); 0 none, 1 replace, 2 shrink. */
+  int rebuild;
   /* The disk tier (persist/persist.h): FT_PERSIST_DIR, "" = none; flush
    * every FT_PERSIST_EVERY-th committed version; keep FT_PERSIST_KEEP. */
   char persist_dir[FT_PATH_MAX];

@@ -36,6 +36,7 @@
 #include "ec/exchange.h"
 #include "ec/layout.h"
 #include "runtime/flush.h"
+#include "runtime/recover.h"
 #include "runtime/topo.h"
 #include "snapshot/groupmeta.h"
 #include "snapshot/hold.h"
@@ -574,7 +575,8 @@ static int settle_markers(smp_t *s, node_id_t *all, int mine) {
   return rc;
 }
 
-static int open_store(smp_t *s) {
+/* The store, made when missing, and this launch's lock on it. */
+static int lock_store(smp_t *s) {
   ft_ctx_t *c = s->c;
   int rc = ft__store_open_dir(c->cfg.store_root, c->dir.path, 1, &c->dir,
                               s->msg, sizeof(s->msg));
@@ -587,6 +589,26 @@ static int open_store(smp_t *s) {
     rc = ft__store_lock_while(&c->dir, c->cfg.timeout_s / 2, &s->lock_fd,
                               beat_between, &s->pulse, s->msg,
                               sizeof(s->msg));
+  return rc;
+}
+
+/* FT_REBUILD (runtime/recover.h): ft-restore's engine on the locked
+ * stores, before they are read.  Collective over the SMPs: it runs, or is
+ * skipped, everywhere alike. */
+static int rebuild(smp_t *s, int rc) {
+  ft_ctx_t *c = s->c;
+  if (!c->cfg.rebuild || c->cfg.fresh)
+    return rc;
+  if ((rc = agree_ok(s, rc, "start-up")))
+    return rc;
+  ft__rebuild_args_t a = {c->smp_comm, &c->cfg, &c->dir, c->host, &c->log};
+  return ft__rebuild_in_job(&a, s->msg, sizeof(s->msg));
+}
+
+/* What the store holds: the disk marker, the slots, the metadata. */
+static int open_store(smp_t *s) {
+  ft_ctx_t *c = s->c;
+  int rc = FT_OK;
   /* FT_FRESH=1: nothing of the store is read; start_over removes it once
    * every node agreed to (whatever format it was written in). */
   if (c->cfg.fresh)
@@ -1032,9 +1054,13 @@ static void publish_node(smp_t *s) {
 }
 
 /* FT_HOLD arms a hold before any trainer attaches: none can pass it.
- * phase=restore is ft-restore's. */
+ * phase=restore is ft-restore's (and the rebuild's, runtime/recover.c). */
 static void arm_hold(smp_t *s) {
   ft__hold_spec_t h;
+  /* The relaunch of a recovery gets FT_HOLD for its rebuild's point only
+   * (runtime/recover.c): it must not stop again where the failed job did. */
+  if (s->c->cfg.rebuild)
+    return;
   if (ft__hold_spec_for(s->c->cfg.hold, ~(1u << FT_HOLD_RESTORE), &h))
     ft__hold_arm(s->ctl, &h);
 }
@@ -1075,7 +1101,9 @@ int ft__smp_start(ft_ctx_t *c, char *msg, size_t msglen) {
   for (int i = 0; i < FT_NSLOTS; i++)
     s->slot[i].fd = -1;
   s->lock_fd = -1;
-  rc = open_store(s);
+  rc = rebuild(s, lock_store(s));
+  if (rc == FT_OK)
+    rc = open_store(s);
   if (rc == FT_OK)
     rc = ft__ctl_create(&c->dir, (uint32_t)c->nlocal, &s->ctl, s->msg,
                         sizeof(s->msg));

@@ -24,14 +24,14 @@ ok "fault-free digest $REF"
 # line, then the first step's) each at or after the one before
 S='[0-9]+\.[0-9]{2} s'
 expect_account() {
-  expect_line "$1" "^ft-launch: recovery 1: training resumed $S after the failed job's end: teardown $S, lost hosts $S, regroup $S, ft-restore $S \\(start-up $S, survey $S, rebuild $S, [0-9.]+ MiB\\), relaunch $S, ft_init $S, until restored $S$" "$2: the recovery's account"
+  expect_line "$1" "^ft-launch: recovery 1: training resumed $S after the failed job's end: teardown $S, lost hosts $S, regroup $S, relaunch $S, ft_init $S \\(start-up $S, survey $S, rebuild $S, [0-9.]+ MiB\\), until restored $S$" "$2: the recovery's account"
   expect_line "$1" "^ft-launch: recovery 1: its first step after the restore took $S$" "$2: the first step's"
   expect_no_line "$1" 'ftrt-times' "$2: the lines ft-launch reads are not shown"
   local t=$WORK/$1.times k prev=0 v
   [ "$(wc -l <"$t")" -eq 2 ] && [ "$(grep -c '^recovery=1 mode=replace ' "$t")" -eq 2 ] ||
     die_with "$1" "$2: --times holds not the 2 lines of recovery 1: $(cat "$t")"
-  for k in fail torn probed regrouped restore_start r_mpi_ms r_survey_ms \
-           r_rebuilt_ms restore_end relaunch mpi_ms init_ms restored_ms step_ms; do
+  for k in fail torn probed regrouped relaunch mpi_ms r_mpi_ms r_survey_ms \
+           r_rebuilt_ms init_ms restored_ms step_ms; do
     v=$(tr '\n' ' ' <"$t" | grep -o " $k=[0-9]*" | cut -d= -f2)
     [ -n "$v" ] && [ "$(wc -w <<<"$v")" -eq 1 ] && [ "$v" -ge "$prev" ] ||
       die_with "$1" "$2: --times: $k=${v:-(none)} is not one stamp at or after the one before it ($prev): $(cat "$t")"

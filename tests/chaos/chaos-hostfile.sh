@@ -3,9 +3,10 @@
 # --restarts R, run where mpirun runs (the head of an ft-cluster), given
 # the rsh agent the way a user gives it to Open MPI (OMPI_MCA_plm_rsh_agent;
 # here ft-rsh, on a cluster ssh).  A host is killed at step 8; ft-launch
-# finds it lost with the probe (the same agent, "AGENT HOST true"), takes
-# the spare the hostfile marks, runs ft-restore, relaunches, and the job
-# ends with the fault-free digest.  Then the same inside a Slurm
+# takes it as lost since mpirun says it lost its daemon (the probe, the
+# same agent, "AGENT HOST true", asks the others), takes the spare the
+# hostfile marks, relaunches with the rebuild in the SMPs' ft_init, and
+# the job ends with the fault-free digest.  Then the same inside a Slurm
 # allocation: the nodes come from SLURM_JOB_NODELIST, the spare is the
 # node beyond --nodes 4 that --spares 1 allows.
 # shellcheck source=tests/chaos/lib.sh
@@ -31,7 +32,7 @@ REF=$(digest_of ref)
 [ -n "$REF" ] || die_with ref "fault-free run printed no digest"
 ok "fault-free digest $REF on h1..h4, s1 left as the spare"
 
-begin "hostfile: h2 killed at step 8, found lost by the probe, s1 takes its place"
+begin "hostfile: h2 killed at step 8, named lost by mpirun, s1 takes its place"
 export FT_JOB=hf
 FT_HOLD=step=8 head_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB"
 # shellcheck disable=SC2034  # read by chaos (lib.sh): where it strikes
@@ -39,15 +40,15 @@ HOLD_WHEN=step=8
 chaos hf kill-node h2
 finish
 expect_rc hf 0 "ft-launch --hostfile --restarts 1"
-expect_line hf "^ft-launch: \[\+[0-9.]+s\] job failed; host\(s\) of the job cannot run a command \('$SRC/scripts/ft-rsh HOST true' failed 2 times\): h2$" "h2 lost"
+expect_line hf "^ft-launch: \[\+[0-9.]+s\] job failed; mpirun lost its daemon on host\(s\) of the job \(killed or partitioned\): h2$" "h2 lost"
 expect_line hf '^ft-launch: lost host\(s\): h2; replacing them with spare\(s\) s1$' "s1 replaces h2"
-expect_line hf '^ft-launch: \[\+[0-9.]+s\] running ft-restore --mode replace on 4 node\(s\): h1 s1 h3 h4$' "ft-restore"
+expect_line hf '^ft-launch: \[\+[0-9.]+s\] relaunching on 4 node\(s\): h1 s1 h3 h4; its SMPs rebuild first \(ft-restore --mode replace.s engine, in ft_init\)$' "the rebuild inside the relaunch"
 expect_line hf '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "ft-restore rebuilds h2 on s1"
 expect_line hf '^ft-launch: on hosts h1 s1 h3 h4 \(hostfile ' "relaunch with s1 in h2's place"
 expect_resumed hf 8 8 "h2 lost"
 expect_digest hf "h2 lost"
 expect_line hf '^ft-launch: \[\+[0-9.]+s\] done: success after 1 restart\(s\): h2 -> s1$' "the last line"
-ok "h2 lost: probe found it, s1 from the hostfile rebuilt, resumed from step $RESUMED, digest matches"
+ok "h2 lost: mpirun named it, s1 from the hostfile rebuilt, resumed from step $RESUMED, digest matches"
 
 begin "Slurm: SLURM_JOB_NODELIST=h[1-4],s1 --nodes 4 --spares 1; h3 killed at step 8"
 up chost 4 --spares 1

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # A fault during recovery itself (issue 15.2): 4 hosts (3+1) + 2 spares.
 # Under ft-launch --restarts 2 --spares 2, h2 is lost at step 8; ft-launch
-# finds h2 lost, runs ft-restore onto spare s1 and, as s1's ft-restore
-# holds in the middle of its rebuild (FT_HOLD="step=8;phase=restore"), s1
-# is partitioned.  The other ranks of
-# ft-restore would wait for s1 forever: ft-launch's watchdog ends ft-restore
-# once s1 has been unreachable for --timeout, the next restart finds s1
-# lost, rebuilds h2's node onto s2, and the job resumes from step 8 with the
-# fault-free digest.  The same with s1 killed instead of partitioned, and
-# with the partition under ft-launch --hostfile on the cluster's head.
+# finds h2 lost and relaunches onto spare s1, whose SMPs rebuild h2's node
+# in ft_init (FT_REBUILD, ft-restore's engine); as the rebuild holds in the
+# middle (FT_HOLD="step=8;phase=restore"), s1 is partitioned.  The other
+# ranks would wait for s1 forever: ft-launch's watchdog ends the relaunch
+# once s1 has been unreachable for --timeout; the rebuild did not end, so
+# ft-launch runs ft-restore on its own, which finds s1 lost, rebuilds h2's
+# node onto s2, and the job resumes from step 8 with the fault-free digest.
+# The same with s1 killed, under --restore-job (ft-restore as a job of its
+# own from the start, cut short the same way), and with the partition
+# under ft-launch --hostfile on the cluster's head.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -26,7 +28,8 @@ ok "fault-free digest $REF"
 # takes the node; the job resumes from step 8 with the fault-free digest.
 spare_lost() {
   local log=$1 action=$2 what=$3
-  FT_HOLD="step=8;phase=restore" launch_bg "$log" "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
+  shift 3
+  FT_HOLD="step=8;phase=restore" launch_bg "$log" "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10 "$@"
   HOLD_WHEN=step=8
   chaos "$log.first" kill-node h2
   HOLD_WHEN=phase=restore
@@ -40,23 +43,28 @@ spare_lost() {
   expect_digest "$log" "$what"
 }
 
-begin "h2 lost at step 8; the spare being rebuilt partitioned during ft-restore"
+begin "h2 lost at step 8; the spare being rebuilt partitioned during the rebuild in the relaunch"
 export FT_JOB=partition-restore
-spare_lost again partition "s1 partitioned during ft-restore"
-expect_line again '^ft-launch: host s1 unreachable for [0-9]+ s \(timeout 10 s\): ending the job$' "the watchdog ended the hung ft-restore"
-ok "s1 partitioned during ft-restore: ended by the watchdog, rebuilt onto s2, resumed from step 8, digest matches"
+spare_lost again partition "s1 partitioned during the rebuild"
+expect_line again '^ft-launch: host s1 unreachable for [0-9]+ s \(timeout 10 s\): ending the job$' "the watchdog ended the hung relaunch"
+expect_line again '^ft-launch: restart 1 of 2: the relaunch ended \(status 124\) before its rebuild was done: running ft-restore on its own$' "ft-restore decides next"
+expect_line again '^ft-launch: \[.*\] done: success after 1 restart\(s\): h2 -> s1; s1 -> s2$' "one restart"
+ok "s1 partitioned during the rebuild: ended by the watchdog, ft-restore rebuilt onto s2, resumed from step 8, digest matches"
 
-begin "h2 lost at step 8; the spare being rebuilt killed during ft-restore"
+begin "h2 lost at step 8; the spare being rebuilt killed during ft-restore (--restore-job)"
 up crecover 4 --spares 2
 export FT_JOB=kill-restore
-spare_lost killed kill-node "s1 killed during ft-restore"
-ok "s1 killed during its ft-restore: rebuilt onto s2, resumed from step 8, digest matches"
+spare_lost killed kill-node "s1 killed during ft-restore" --restore-job
+expect_line killed '^ft-launch: \[.*\] running ft-restore --mode replace on 4 node\(s\): h1 s1 h3 h4$' "ft-restore as a job of its own"
+expect_no_line killed 'its SMPs rebuild first' "no rebuild in the relaunch"
+expect_line killed "^ft-launch: recovery 1: training resumed [0-9.]+ s after the failed job's end: .*, ft-restore [0-9.]+ s \\(start-up .*, try 2\\), relaunch [0-9.]+ s, ft_init [0-9.]+ s, until restored [0-9.]+ s$" "the account of ft-restore's second try"
+ok "s1 killed during its ft-restore (--restore-job): rebuilt onto s2, resumed from step 8, digest matches"
 
-begin "the same on the hostfile path: ft-restore's heartbeats and the probing watchdog"
+begin "the same on the hostfile path: the rebuild's heartbeats and the probing watchdog"
 # ft-launch --hostfile, run on the cluster's head, knows nothing of the
-# cluster: ft-restore bounds itself (FT_TIMEOUT of silence from a rank:
-# exit 4), ft-launch's watchdog probes the hostfile's hosts, and the next
-# restart finds s1 lost.
+# cluster: the relaunch bounds itself (FT_TIMEOUT of silence from a rank:
+# ft_init's heartbeats end every other rank), ft-launch's watchdog probes
+# the hostfile's hosts, and ft-restore, run next on its own, finds s1 lost.
 up crecover 4 --spares 2
 export OMPI_MCA_plm_rsh_agent=$SRC/scripts/ft-rsh OMPI_MCA_plm_rsh_no_tree_spawn=1 \
   OMPI_MCA_btl=tcp,vader,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
@@ -69,15 +77,15 @@ chaos hf.first kill-node h2
 HOLD_WHEN=phase=restore
 chaos hf partition s1
 finish
-expect_line hf.chaos "ft-restore held on s1" "partition during ft-restore"
-expect_line hf '^ft-restore on h[0-9]: no sign of life from rank [0-9]+ \(s1\) for [0-9]+ s \(FT_TIMEOUT 10 s\)' "ft-restore ended itself, naming s1"
-# ft-restore's ranks stop themselves (exit 4), but mpirun still waits for
-# the orted of the partitioned s1: ft-launch's watchdog, probing the hosts
-# of the hostfile, ends it.
+expect_line hf.chaos "ft-restore held on s1" "partition during the rebuild"
+expect_line hf '^ftrt\[h[0-9] r[0-9]+ smp\] error: ft_init: no sign of life from rank [0-9]+ \(s1\) for [0-9]+ s \(FT_TIMEOUT 10 s\)' "the rebuild ended itself, naming s1"
+# The relaunch's ranks stop themselves, but mpirun still waits for the
+# orted of the partitioned s1: ft-launch's watchdog, probing the hosts of
+# the hostfile, ends it.
 expect_line hf '^ft-launch: host s1 cannot run a command for [0-9]+ s \(.*timeout 10 s\): ending the job$' "the watchdog ended mpirun"
 expect_line hf 'replacing them with spare\(s\) s2' "s1 lost: s2 takes the node"
-expect_rc hf 0 "a spare partitioned during ft-restore, ft-launch --hostfile --restarts 2"
-expect_resumed hf 8 8 "after a partition during ft-restore (hostfile)"
-expect_digest hf "after a partition during ft-restore (hostfile)"
-ok "hostfile path: s1 partitioned during ft-restore: its ranks stopped (exit 4), the watchdog ended mpirun, rebuilt onto s2, resumed from step 8, digest matches"
+expect_rc hf 0 "a spare partitioned during the rebuild, ft-launch --hostfile --restarts 2"
+expect_resumed hf 8 8 "after a partition during the rebuild (hostfile)"
+expect_digest hf "after a partition during the rebuild (hostfile)"
+ok "hostfile path: s1 partitioned during the rebuild: its ranks stopped, the watchdog ended mpirun, ft-restore rebuilt onto s2, resumed from step 8, digest matches"
 echo "PASS: a fault during recovery"

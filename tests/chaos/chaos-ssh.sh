@@ -40,8 +40,10 @@ REF=$(digest_of ref)
 ok "fault-free digest $REF"
 
 begin "h2 killed at step 8: ssh cannot reach it, s1 takes its place"
+# --verbose: mpirun's banners are shown, not read, so the probe (ssh)
+# finds h2 lost, and ft-restore runs as a job of its own.
 export FT_JOB=ssh
-FT_HOLD=step=8 ssh_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB"
+FT_HOLD=step=8 ssh_launch_bg hf --hostfile "$WORK/hostfile" --restarts 1 --job "$FT_JOB" --verbose
 # shellcheck disable=SC2034  # read by chaos (lib.sh): where it strikes
 HOLD_WHEN=step=8
 chaos hf kill-node h2

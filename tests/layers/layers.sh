@@ -6,9 +6,10 @@
 #   ec, cuda -> base
 #   snapshot -> ec, base
 #   persist -> snapshot, ec, base
-#   runtime -> persist, snapshot, ec, cuda, base
 #   recovery -> persist, snapshot, ec, base (recovery/ft-restore.c, the tool's main,
 #               also reads runtime/config.h)
+#   runtime -> recovery (its engine: the rebuild inside a relaunch), persist,
+#              snapshot, ec, cuda, base
 #   tools (scripts, bench, examples, tests) -> anything
 set -u
 SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -16,7 +17,7 @@ cd "$SRC" || exit 1
 rank() {
   case $1 in
     base) echo 0 ;; ec|cuda) echo 1 ;; snapshot) echo 2 ;; persist) echo 3 ;;
-    runtime|recovery) echo 4 ;; *) echo 9 ;;
+    recovery) echo 4 ;; runtime) echo 5 ;; *) echo 9 ;;
   esac
 }
 bad=0 edges=

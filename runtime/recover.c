@@ -1,0 +1,88 @@
+/*
+ * The rebuild of a recovery inside the relaunch (issue 18): with
+ * FT_REBUILD=replace|shrink, which ft-launch --restarts sets on the relaunch
+ * that follows a failure, the SMPs of the new node set run ft-restore's
+ * engine (recovery/engine.h) in ft_init, with their stores locked and
+ * before they read them, instead of ft-launch running ft-restore as an MPI
+ * job of its own first: one launch a recovery instead of two.
+ *
+ * It is the same engine on the same node set with the same stores: nothing
+ * is changed before the whole plan is known to be recoverable, and a rebuild
+ * cut short is finished or redone by the next one.  Only the plain case is
+ * taken here: whatever the engine does not end with FT_OK (too many losses,
+ * no version, a disk hand-over, a mismatch) fails ft_init with the engine's
+ * message, having changed nothing, and ft-launch then runs ft-restore on its
+ * own, which decides as it always did (its message, its exit status, the
+ * disk tier).
+ */
+#include "runtime/recover.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/agree.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "recovery/engine.h"
+#include "snapshot/hold.h"
+
+/* FT_HOLD=phase=restore holds the engine mid-rebuild as it holds
+ * ft-restore: through a control segment in the store (ft-chaos sees it with
+ * ft-hold), made only then and detached after. */
+static void arm_hold(ft__restore_t *r, const char *spec, ft__log_t *log) {
+  ft__hold_spec_t h;
+  char msg[512];
+  if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
+    return;
+  if (ft__ctl_create(&r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
+    FT_LOGW(log, "FT_HOLD=%s: %s", spec, msg);
+    r->ctl = NULL;
+    return;
+  }
+  ft__store32(&r->ctl->phase, FT_PHASE_RESTORE);
+  ft__hold_arm(r->ctl, &h);
+}
+
+int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
+  ft__restore_t *r = ft__malloc(sizeof(*r));
+  int rc = ft__agree(a->comm, r ? FT_OK : FT_ENOMEM);
+  if (rc) {
+    ft__free(r);
+    return ft__msgf(rc, msg, msglen, "out of memory for the rebuild");
+  }
+  ft__restore_init(r);
+  r->mpi_ms = ft__times_now_ms(); /* the engine's start, here */
+  r->comm = a->comm;
+  MPI_Comm_rank(r->comm, &r->rank);
+  MPI_Comm_size(r->comm, &r->size);
+  snprintf(r->host, sizeof(r->host), "%s", a->host);
+  snprintf(r->job, sizeof(r->job), "%s", a->cfg->job);
+  snprintf(r->store_root, sizeof(r->store_root), "%s", a->cfg->store_root);
+  r->piece_bytes = a->cfg->piece_bytes;
+  r->opts.mode = a->cfg->rebuild == 2 ? FT_RESTORE_SHRINK : FT_RESTORE_REPLACE;
+  ft__fault_parse(&r->fault, a->cfg->fault);
+  r->dir = *a->dir; /* the caller's descriptor and lock: not closed here */
+  arm_hold(r, a->cfg->hold, a->log);
+  rc = ft__restore_run(r);
+  /* A version found or rebuilt in memory: a marker of an earlier hand-over
+   * to the disk tier is stale (its lost hosts came back), as after
+   * ft-restore. */
+  if (rc == FT_OK)
+    ft__store_unlink(&r->dir, FT_DISK_MARKER, NULL, 0);
+  /* Its lines and summary when it ended well; else ft_init says why, and
+   * ft-restore, run next on its own, says it again with what to do. */
+  if (rc == FT_OK)
+    ft__restore_report(r, rc);
+  if (r->ctl) {
+    ft__store32(&r->ctl->phase, FT_PHASE_DONE);
+    ft__ctl_notify(r->ctl);
+    ft__ctl_detach(r->ctl);
+  }
+  if (rc)
+    ft__msgf(rc, msg, msglen, "the rebuild of the recovery (FT_REBUILD=%s): %s",
+             a->cfg->rebuild == 2 ? "shrink" : "replace",
+             r->msg[0] ? r->msg : ft_strerror(rc));
+  ft__restore_free(r);
+  ft__free(r);
+  return rc;
+}
