@@ -298,3 +298,26 @@ int ft__codec_decode(const ft__codec_t *c, size_t len, uint8_t *const *chunks,
   dot_pieces(c->piece, len, c->k, nerased, c->dec->tbls, src, dst);
   return FT_OK;
 }
+
+int ft__codec_decode_update(const ft__codec_t *c, size_t len,
+                            const int *erased, int nerased, int r, int s,
+                            const uint8_t *data, uint8_t *acc) {
+  int rc;
+  if (!c || (len > 0 && (!data || !acc)))
+    return FT_EINVAL;
+  if ((rc = check_erased(c->k + c->m, erased, nerased)))
+    return rc;
+  if (nerased > c->m)
+    return FT_ETOOMANY;
+  if (r < 0 || r >= nerased || s < 0 || s >= c->k)
+    return FT_EINVAL;
+  if (len == 0)
+    return FT_OK;
+  if (!same_pattern(c->dec, erased, nerased) &&
+      (rc = build_decode(c, erased, nerased)))
+    return rc;
+  /* The tables of row r, k * TBL_BYTES long (ISA-L's layout, row by row). */
+  unsigned char *row = c->dec->tbls + (size_t)r * (size_t)c->k * TBL_BYTES;
+  mad_pieces(c->piece, len, c->k, s, 1, row, (unsigned char *)data, &acc);
+  return FT_OK;
+}

@@ -88,4 +88,19 @@ int ft__codec_encode_update_row(const ft__codec_t *c, size_t len, int i, int j,
 int ft__codec_decode(const ft__codec_t *c, size_t len, uint8_t *const *chunks,
                      const int *erased, int nerased);
 
+/*
+ * The same decode spread over the holders of the sources (a chain: each adds
+ * its term to what the one before it sent): acc ^= the term of source s in
+ * the rebuild of erased[r].  Source s (0 <= s < k) is the s-th chunk index
+ * not in erased, in index order, as ft__codec_decode picks them; the
+ * erasure pattern (erased, nerased) is as there, and r < nerased.  From a
+ * zeroed acc, after the k terms in any order, acc holds what
+ * ft__codec_decode writes into chunks[erased[r]].  Checks and errors as
+ * ft__codec_decode, plus FT_EINVAL for a bad r or s, or a NULL buffer when
+ * len > 0; nothing written on any error.
+ */
+int ft__codec_decode_update(const ft__codec_t *c, size_t len,
+                            const int *erased, int nerased, int r, int s,
+                            const uint8_t *data, uint8_t *acc);
+
 #endif

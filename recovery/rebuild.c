@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -401,57 +402,41 @@ static void sources(const ft__restore_t *r, task_t *t) {
   }
 }
 
-/* The pieces go out straight from the slot, SEND_BATCH at a time (the
- * owner receives them in order, posting each piece before it decodes the
- * previous one, so every batch completes). */
-#define SEND_BATCH 64
+/* A chunk is rebuilt along a chain (issue 18): the k sources, in order,
+ * each add their term of the decode to the running sum the one before sent
+ * (ft__codec_decode_update), piece by piece, and the last sends it to the
+ * owner, which receives the rebuilt chunk straight into its slot.  Every
+ * link carries the chunk's bytes once: the owner (a spare's one link)
+ * receives 1x the lost bytes instead of k x, and the decode's work is
+ * spread over the sources.  An owner that holds a source itself (a shrink's
+ * adopting survivor) is the chain's last link and sums into its slot. */
+#define CHAIN_BUFS 4  /* pieces in flight at a link: received, summed, sent */
+#define RECV_BATCH 64 /* pieces the owner posts at once */
 
-static int send_chunk(ft__restore_t *r, const task_t *t, int i) {
-  const ft__slot_t *sl = &r->slot[r->my_slot];
-  const uint8_t *src = ft__slot_chunk(sl, (uint32_t)t->src_role[i]);
-  size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
-  size_t np = (chunk + piece - 1) / piece;
-  MPI_Request req[SEND_BATCH];
-  int rc = FT_OK;
-  for (size_t first = 0; first < np && rc == FT_OK; first += SEND_BATCH) {
-    int nb = 0;
-    for (size_t q = first; q < np && nb < SEND_BATCH; q++, nb++) {
-      size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
-      MPI_Isend(src + off, (int)len, MPI_BYTE, t->owner, TAG_PIECE, r->comm,
-                &req[nb]);
-    }
-    if (MPI_Waitall(nb, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      rc = FT_EMPI;
+typedef struct chain {
+  int hop[FT_MAX_CHUNKS]; /* source index (into t->src_*) of each link */
+  int erased[FT_MAX_CHUNKS], ne, row; /* the pattern; row: t->role's */
+} chain_t;
+
+static void plan_chain(const ft__restore_t *r, const task_t *t, chain_t *ch) {
+  int n = r->gsize[t->g], k = ft__group_k(r, t->g), is_src[FT_MAX_CHUNKS] = {0};
+  int h = 0, mine = -1;
+  for (int i = 0; i < k; i++) {
+    is_src[t->src_role[i]] = 1;
+    if (t->src_rank[i] == t->owner)
+      mine = i;
+    else
+      ch->hop[h++] = i;
   }
-  return rc;
-}
-
-/* Where piece `off` of every role goes: sources and scratch in buffer set
- * `set`, the wanted chunk straight into the slot. */
-static void point(const ft__restore_t *r, const task_t *t, uint8_t *bufs,
-                  int set, uint8_t *dst, size_t off, uint8_t **chunks) {
-  int n = r->gsize[t->g];
-  size_t piece = r->piece_bytes;
+  if (mine >= 0)
+    ch->hop[h++] = mine;
+  ch->ne = 0;
   for (int role = 0; role < n; role++)
-    chunks[role] = bufs + ((size_t)set * (size_t)n + (size_t)role) * piece;
-  chunks[t->role] = dst + off;
-}
-
-/* Receive piece `off` of the k sources (a local source is copied: in shrink
- * mode the adopting survivor may hold one itself). */
-static void post_piece(ft__restore_t *r, const task_t *t, uint8_t **chunks,
-                       size_t off, size_t len, MPI_Request *req) {
-  for (int i = 0; i < ft__group_k(r, t->g); i++) {
-    uint8_t *to = chunks[t->src_role[i]];
-    if (t->src_rank[i] == r->rank) {
-      memcpy(to, ft__slot_chunk(&r->slot[r->my_slot], (uint32_t)t->src_role[i]) + off,
-             len);
-      req[i] = MPI_REQUEST_NULL;
-    } else {
-      MPI_Irecv(to, (int)len, MPI_BYTE, t->src_rank[i], TAG_PIECE, r->comm,
-                &req[i]);
+    if (!is_src[role]) {
+      if (role == t->role)
+        ch->row = ch->ne;
+      ch->erased[ch->ne++] = role;
     }
-  }
 }
 
 /* In the middle of rebuilding a chunk: the hold point, then the fault. */
@@ -464,38 +449,83 @@ static void midway(ft__restore_t *r) {
   ft__fault_point(&r->fault, "restore", r->rank, r->host);
 }
 
-/* Decode piece by piece, receiving piece q+1 while decoding piece q.  The
- * codec solves with exactly the k sources: every other role is erased. */
-static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
-                        uint8_t *bufs) {
-  int n = r->gsize[t->g], k = ft__group_k(r, t->g);
+static int wait1(MPI_Request *req) {
+  return MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? FT_OK : FT_EMPI;
+}
+
+/* Link h of the chain (this rank holds source ch->hop[h]): receive the sum
+ * of piece q from link h-1 (none at the first: zeros), add this source's
+ * term, send it on (to link h+1, or to the owner); the last link, when it is
+ * the owner, sums into dst.  Piece q+1 is received while q is summed. */
+static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
+                      int h, ft__codec_t *codec, uint8_t *bufs, uint8_t *dst) {
+  int k = ft__group_k(r, t->g), i = ch->hop[h];
+  int prev = h > 0 ? t->src_rank[ch->hop[h - 1]] : -1;
+  int next = h + 1 < k ? t->src_rank[ch->hop[h + 1]]
+                       : t->owner == r->rank ? -1 : t->owner;
+  const uint8_t *mine = ft__slot_chunk(&r->slot[r->my_slot],
+                                       (uint32_t)t->src_role[i]);
   size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
-  uint8_t *dst = ft__slot_chunk(target(r, t->node), (uint32_t)t->role);
-  int erased[FT_MAX_CHUNKS], ne = 0, is_src[FT_MAX_CHUNKS] = {0};
-  for (int i = 0; i < k; i++)
-    is_src[t->src_role[i]] = 1;
-  for (int role = 0; role < n; role++)
-    if (!is_src[role])
-      erased[ne++] = role;
-  uint8_t *chunks[2][FT_MAX_CHUNKS];
-  MPI_Request req[2][FT_MAX_CHUNKS];
   size_t np = (chunk + piece - 1) / piece;
+  MPI_Request rreq[CHAIN_BUFS], sreq[CHAIN_BUFS];
+  for (int b = 0; b < CHAIN_BUFS; b++)
+    rreq[b] = sreq[b] = MPI_REQUEST_NULL;
+#define LEN(q) (chunk - (q) * piece < piece ? chunk - (q) * piece : piece)
+#define AT(q) (next < 0 ? dst + (q) * piece : bufs + ((q) % CHAIN_BUFS) * piece)
   int rc = FT_OK;
-  for (size_t q = 0; q <= np && rc == FT_OK; q++) {
-    if (q < np) { /* post q */
-      size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
-      point(r, t, bufs, (int)(q % 2), dst, off, chunks[q % 2]);
-      post_piece(r, t, chunks[q % 2], off, len, req[q % 2]);
+  if (prev >= 0 && np > 0)
+    MPI_Irecv(AT(0), (int)LEN(0), MPI_BYTE, prev, TAG_PIECE, r->comm, &rreq[0]);
+  for (size_t q = 0; q < np && rc == FT_OK; q++) {
+    size_t b = q % CHAIN_BUFS, nb = (q + 1) % CHAIN_BUFS;
+    if (prev >= 0 && q + 1 < np) { /* post q+1 once its buffer is sent */
+      if ((rc = wait1(&sreq[nb])))
+        break;
+      MPI_Irecv(AT(q + 1), (int)LEN(q + 1), MPI_BYTE, prev, TAG_PIECE, r->comm,
+                &rreq[nb]);
     }
-    if (q == 0)
-      continue;
-    size_t p = q - 1, off = p * piece; /* decode q-1 */
-    size_t len = chunk - off < piece ? chunk - off : piece;
-    if (MPI_Waitall(k, req[p % 2], MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      return FT_EMPI;
-    rc = ft__codec_decode(codec, len, chunks[p % 2], erased, ne);
-    if (p == np / 2)
+    uint8_t *acc = AT(q);
+    if (prev >= 0)
+      rc = wait1(&rreq[b]);
+    else if ((rc = wait1(&sreq[b])) == FT_OK)
+      memset(acc, 0, LEN(q));
+    if (rc == FT_OK)
+      rc = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne, ch->row,
+                                   i, mine + q * piece, acc);
+    if (rc == FT_OK && next >= 0)
+      MPI_Isend(acc, (int)LEN(q), MPI_BYTE, next, TAG_PIECE, r->comm, &sreq[b]);
+    if (next < 0 && q == np / 2)
       midway(r);
+  }
+  if (MPI_Waitall(CHAIN_BUFS, sreq, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
+      rc == FT_OK)
+    rc = FT_EMPI;
+#undef LEN
+#undef AT
+  return rc;
+}
+
+/* The owner that holds no source: the chain's sum, straight into dst,
+ * RECV_BATCH pieces at a time. */
+static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
+                     uint8_t *dst) {
+  int last = t->src_rank[ch->hop[ft__group_k(r, t->g) - 1]];
+  size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
+  size_t np = (chunk + piece - 1) / piece;
+  MPI_Request req[RECV_BATCH];
+  int rc = FT_OK, held = 0;
+  for (size_t first = 0; first < np && rc == FT_OK; first += RECV_BATCH) {
+    int nb = 0;
+    for (size_t q = first; q < np && nb < RECV_BATCH; q++, nb++) {
+      size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
+      MPI_Irecv(dst + off, (int)len, MPI_BYTE, last, TAG_PIECE, r->comm,
+                &req[nb]);
+    }
+    if (MPI_Waitall(nb, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      rc = FT_EMPI;
+    if (rc == FT_OK && !held && first + (size_t)nb > np / 2) {
+      midway(r); /* once half of the chunk is in */
+      held = 1;
+    }
   }
   return rc;
 }
@@ -503,12 +533,15 @@ static int decode_chunk(ft__restore_t *r, const task_t *t, ft__codec_t *codec,
 static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs,
                     ft__codec_t *const *codec) {
   sources(r, t);
-  for (int i = 0; i < ft__group_k(r, t->g) && t->owner != r->rank; i++)
-    if (t->src_rank[i] == r->rank)
-      return send_chunk(r, t, i);
-  if (t->owner != r->rank)
-    return FT_OK;
-  return decode_chunk(r, t, codec[ft__group_k(r, t->g)], bufs);
+  chain_t ch;
+  plan_chain(r, t, &ch);
+  uint8_t *dst = t->owner == r->rank
+                     ? ft__slot_chunk(target(r, t->node), (uint32_t)t->role)
+                     : NULL;
+  for (int h = 0; h < ft__group_k(r, t->g); h++)
+    if (t->src_rank[ch.hop[h]] == r->rank)
+      return chain_link(r, t, &ch, h, codec[ft__group_k(r, t->g)], bufs, dst);
+  return t->owner == r->rank ? chain_end(r, t, &ch, dst) : FT_OK;
 }
 
 static int owner_of(const ft__restore_t *r, int node, const int *helper_of) {
@@ -540,10 +573,8 @@ static int count_tasks(const ft__restore_t *r) {
 /* Room to decode and a codec for every group's k, made before the first
  * task: an owner must not fail for memory while its sources send to it. */
 static int alloc_decode(ft__restore_t *r, uint8_t **bufs, ft__codec_t **codec) {
-  int widest = 0, rc = FT_OK;
-  for (int g = 0; g < r->ngroups; g++)
-    widest = r->gsize[g] > widest ? r->gsize[g] : widest;
-  if (!(*bufs = ft__malloc((size_t)(2 * widest) * r->piece_bytes)))
+  int rc = FT_OK;
+  if (!(*bufs = ft__malloc((size_t)CHAIN_BUFS * r->piece_bytes)))
     rc = FT_ENOMEM;
   for (int g = 0; rc == FT_OK && g < r->ngroups; g++) {
     int k = ft__group_k(r, g);
@@ -888,19 +919,23 @@ int ft__rebuild(ft__restore_t *r) {
     rc = ft__ragree(r, promote(r));
   if (rc == FT_OK)
     rc = ft__ragree(r, r->damaged[r->rank] ? reshape_damaged(r) : FT_OK);
+  if (getenv("FTT")) fprintf(stderr, "FTT r%d pre-all %.3f\n", r->rank, MPI_Wtime() - t0);
   if (rc == FT_OK)
     rc = ft__ragree(r, rebuild_all(r, helper_of));
+  if (getenv("FTT")) fprintf(stderr, "FTT r%d all %.3f\n", r->rank, MPI_Wtime() - t0);
   int is_spare = 0;
   for (int node = 0; node < r->nnodes; node++)
     is_spare |= helper_of[node] == r->rank && !r->adopt[node];
   if (rc == FT_OK)
     rc = ft__ragree(r, seal(r, is_spare));
+  if (getenv("FTT")) fprintf(stderr, "FTT r%d seal %.3f\n", r->rank, MPI_Wtime() - t0);
   if (rc == FT_OK)
     rc = ft__ragree(r, clear_damaged(r));
   if (rc == FT_OK)
     rc = ft__ragree(r, adopting(r) ? write_reslice(r, spare_meta, helper_of)
                                    : write_epoch(r, spare_meta, helper_of));
   r->seconds = MPI_Wtime() - t0;
+  if (getenv("FTT")) fprintf(stderr, "FTT r%d end %.3f\n", r->rank, MPI_Wtime() - t0);
 out:
   ft__free(helper_of);
   ft__meta_free(spare_meta);

@@ -216,8 +216,34 @@ static void encode_checked(const ft__codec_t *c, cs_t *s) {
 
 /* Erase, decode, and compare every chunk with the original; the rebuilt
  * chunks are also compared with the reference decoder. */
+/* The decode spread over the sources (ft__codec_decode_update): each
+ * erased chunk summed from the k sources' terms, last source first, equals
+ * the original. */
+static void chain_checked(const ft__codec_t *c, const cs_t *orig,
+                          const int *erased, int ne) {
+  int src[MAXN], ns = 0, gone[MAXN] = {0};
+  for (int r = 0; r < ne; r++)
+    gone[erased[r]] = 1;
+  for (int i = 0; i < orig->n && ns < orig->k; i++)
+    if (!gone[i])
+      src[ns++] = i;
+  uint8_t *acc = calloc(orig->len ? orig->len : 1, 1);
+  for (int r = 0; r < ne; r++) {
+    memset(acc, 0, orig->len);
+    for (int s = ns - 1; s >= 0; s--)
+      ck_assert_int_eq(ft__codec_decode_update(c, orig->len, erased, ne, r, s,
+                                               orig->c[src[s]], acc),
+                       FT_OK);
+    ck_assert_msg(!orig->len || !memcmp(acc, orig->c[erased[r]], orig->len),
+                  "%d+%d len %zu: erased %d not rebuilt by the chain",
+                  orig->k, orig->m, orig->len, erased[r]);
+  }
+  free(acc);
+}
+
 static void decode_checked(const ft__codec_t *c, const cs_t *orig,
                            const int *erased, int ne) {
+  chain_checked(c, orig, erased, ne);
   cs_t w = cs_copy(orig);
   for (int r = 0; r < ne; r++)
     memset(w.c[erased[r]], 0xa5 ^ r, w.len);
@@ -607,6 +633,26 @@ START_TEST(bad_arguments) {
   ck_assert_int_eq(ft__codec_decode(c, 100, NULL, ok, 2), FT_EINVAL);
   ck_assert_int_eq(ft__codec_decode(c, 100, hole, ok, 1), FT_EINVAL);
   ck_assert_int_eq(ft__codec_decode(NULL, 100, w.c, ok, 2), FT_EINVAL);
+  /* the chain's term: a bad row or source, pattern or buffer */
+  static const int rs[][2] = {{-1, 0}, {2, 0}, {0, -1}, {0, 4}};
+  for (int t = 0; t < 4; t++)
+    ck_assert_int_eq(ft__codec_decode_update(c, 100, ok, 2, rs[t][0], rs[t][1],
+                                             w.c[0], w.c[1]),
+                     FT_EINVAL);
+  ck_assert_int_eq(ft__codec_decode_update(c, 100, three, 3, 0, 0, w.c[0],
+                                           w.c[1]),
+                   FT_EINVAL);
+  ck_assert_int_eq(
+      ft__codec_decode_update(c, 100, ok, 2, 0, 0, NULL, w.c[1]), FT_EINVAL);
+  ck_assert_int_eq(
+      ft__codec_decode_update(c, 100, ok, 2, 0, 0, w.c[0], NULL), FT_EINVAL);
+  ck_assert_int_eq(
+      ft__codec_decode_update(NULL, 100, ok, 2, 0, 0, w.c[0], w.c[1]),
+      FT_EINVAL);
+  int four[] = {0, 1, 2, 3};
+  ck_assert_int_eq(ft__codec_decode_update(c, 100, four, 3, 0, 0, w.c[4],
+                                           w.c[5]),
+                   FT_ETOOMANY);
   ck_assert(cs_equal(&w, &o));
   cs_free(&w);
   cs_free(&o);
