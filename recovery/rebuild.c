@@ -282,6 +282,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
     rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
   ft__dir_close(&sub); /* the slot keeps a descriptor of its own */
   if (rc == FT_OK) {
+    ft__slot_prefault(sl); /* before the chains write into it */
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
     ft__slot_begin(sl, r->version, r->step, r->vepoch,
@@ -328,6 +329,7 @@ static int reshape_damaged(ft__restore_t *r) {
   if (rc)
     return ft__rsay(r, rc, "%s: cannot rebuild its copy in place: %s", r->host,
                     msg);
+  ft__slot_prefault(sl);
   ft__slot_begin(sl, r->version, r->step, r->vepoch, r->vlayout);
   r->my_slot = idx;
   return FT_OK;
@@ -919,23 +921,19 @@ int ft__rebuild(ft__restore_t *r) {
     rc = ft__ragree(r, promote(r));
   if (rc == FT_OK)
     rc = ft__ragree(r, r->damaged[r->rank] ? reshape_damaged(r) : FT_OK);
-  if (getenv("FTT")) fprintf(stderr, "FTT r%d pre-all %.3f\n", r->rank, MPI_Wtime() - t0);
   if (rc == FT_OK)
     rc = ft__ragree(r, rebuild_all(r, helper_of));
-  if (getenv("FTT")) fprintf(stderr, "FTT r%d all %.3f\n", r->rank, MPI_Wtime() - t0);
   int is_spare = 0;
   for (int node = 0; node < r->nnodes; node++)
     is_spare |= helper_of[node] == r->rank && !r->adopt[node];
   if (rc == FT_OK)
     rc = ft__ragree(r, seal(r, is_spare));
-  if (getenv("FTT")) fprintf(stderr, "FTT r%d seal %.3f\n", r->rank, MPI_Wtime() - t0);
   if (rc == FT_OK)
     rc = ft__ragree(r, clear_damaged(r));
   if (rc == FT_OK)
     rc = ft__ragree(r, adopting(r) ? write_reslice(r, spare_meta, helper_of)
                                    : write_epoch(r, spare_meta, helper_of));
   r->seconds = MPI_Wtime() - t0;
-  if (getenv("FTT")) fprintf(stderr, "FTT r%d end %.3f\n", r->rank, MPI_Wtime() - t0);
 out:
   ft__free(helper_of);
   ft__meta_free(spare_meta);

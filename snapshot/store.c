@@ -306,6 +306,15 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
   return FT_OK;
 }
 
+void ft__slot_prefault(ft__slot_t *s) {
+#ifdef MADV_POPULATE_WRITE
+  if (s->map)
+    (void)madvise(s->map, s->map_bytes, MADV_POPULATE_WRITE);
+#else
+  (void)s;
+#endif
+}
+
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
                   const char *job, char *msg, size_t msglen) {
   char name[16];

@@ -201,6 +201,13 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     size_t msglen);
 /* Open and validate an existing slot.  FT_ENOENT when it does not exist.
  * msg may be NULL. */
+/* Fault in every page of a slot just made (MADV_POPULATE_WRITE, in bulk:
+ * a rebuild then writes into memory already there instead of taking one
+ * fault a page).  Best effort: nothing happens where the kernel lacks it
+ * (before Linux 5.14) or memory runs short (the writes then fault as
+ * before). */
+void ft__slot_prefault(ft__slot_t *s);
+
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
                   const char *job, char *msg, size_t msglen);
 void ft__slot_close(ft__slot_t *s);
