@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/agree.h"
@@ -156,6 +157,29 @@ static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
     ft__pulse_watch(p, init_silent, c);
 }
 
+/* MPI_Bcast of one int from rank 0, waiting in naps that grow to 2 ms:
+ * the trainers wait here while their SMP starts, which under FT_REBUILD
+ * includes the rebuild of a recovery.  Blocking in MPI they would poll
+ * (yielding at best) on CPUs the SMPs need (an oversubscribed ft-cluster
+ * host: 8 ranks on 2 CPUs).  A silent peer is the watch thread's to find. */
+static void bcast_napping(int *v, MPI_Comm comm) {
+  MPI_Request req;
+  if (MPI_Ibcast(v, 1, MPI_INT, 0, comm, &req) != MPI_SUCCESS) {
+    MPI_Bcast(v, 1, MPI_INT, 0, comm);
+    return;
+  }
+  long ns = 20000;
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done)
+      return;
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+    if (ns < 2000000)
+      ns *= 2;
+  }
+}
+
 static void watch_stop(ft__pulse_t *p) {
   if (p->heard) /* started (ft__pulse_free ends the thread too) */
     ft__pulse_free(p);
@@ -207,7 +231,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
     _exit(1);
   }
   int smp_rc = local;
-  MPI_Bcast(&smp_rc, 1, MPI_INT, 0, c->node_comm);
+  bcast_napping(&smp_rc, c->node_comm);
   if (!c->is_smp && smp_rc == FT_OK)
     local = ft__trainer_attach(c);
   rc = ft__agree(MPI_COMM_WORLD, local);
