@@ -455,6 +455,27 @@ static int wait1(MPI_Request *req) {
   return MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? FT_OK : FT_EMPI;
 }
 
+/* A received piece must be exactly as long as asked: MPI accepts a shorter
+ * message silently, and the slot's CRCs are computed over what arrived. */
+static int got_all(ft__restore_t *r, const MPI_Status *st, size_t len) {
+  int n = -1;
+  MPI_Get_count(st, MPI_BYTE, &n);
+  if (n == (int)len)
+    return FT_OK;
+  return ft__rsay(r, FT_ECORRUPT,
+                  "%s: a piece of the rebuild from rank %d had %d bytes, not "
+                  "%zu: the nodes disagree on the chunk or piece size "
+                  "(FT_PIECE_SIZE); nothing of it is kept",
+                  r->host, st->MPI_SOURCE, n, len);
+}
+
+static int wait_piece(ft__restore_t *r, MPI_Request *req, size_t len) {
+  MPI_Status st;
+  if (MPI_Wait(req, &st) != MPI_SUCCESS)
+    return FT_EMPI;
+  return got_all(r, &st, len);
+}
+
 /* Link h of the chain (this rank holds source ch->hop[h]): receive the sum
  * of piece q from link h-1 (none at the first: zeros), add this source's
  * term, send it on (to link h+1, or to the owner); the last link, when it is
@@ -487,7 +508,7 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
     }
     uint8_t *acc = AT(q);
     if (prev >= 0)
-      rc = wait1(&rreq[b]);
+      rc = wait_piece(r, &rreq[b], LEN(q));
     else if ((rc = wait1(&sreq[b])) == FT_OK)
       memset(acc, 0, LEN(q));
     if (rc == FT_OK)
@@ -514,6 +535,7 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
   size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
   size_t np = (chunk + piece - 1) / piece;
   MPI_Request req[RECV_BATCH];
+  MPI_Status st[RECV_BATCH];
   int rc = FT_OK, held = 0;
   for (size_t first = 0; first < np && rc == FT_OK; first += RECV_BATCH) {
     int nb = 0;
@@ -522,8 +544,12 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
       MPI_Irecv(dst + off, (int)len, MPI_BYTE, last, TAG_PIECE, r->comm,
                 &req[nb]);
     }
-    if (MPI_Waitall(nb, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+    if (MPI_Waitall(nb, req, st) != MPI_SUCCESS)
       rc = FT_EMPI;
+    for (int i = 0; rc == FT_OK && i < nb; i++) {
+      size_t off = (first + (size_t)i) * piece;
+      rc = got_all(r, &st[i], chunk - off < piece ? chunk - off : piece);
+    }
     if (rc == FT_OK && !held && first + (size_t)nb > np / 2) {
       midway(r); /* once half of the chunk is in */
       held = 1;
