@@ -65,8 +65,7 @@ static int listen_beats(ft__pulse_t *p) {
              : FT_EMPI;
 }
 
-/* Wait for a request with a plain deadline (start-up: no heartbeats yet). */
-static int wait_plain(MPI_Request *req, double timeout_s) {
+int ft__pulse_wait_plain(MPI_Request *req, double timeout_s) {
   double t0 = now(), s = 20e-6;
   for (int done = 0; !done;) {
     if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
@@ -171,7 +170,7 @@ static int share_addrs(ft__pulse_t *p) {
                      &req) != MPI_SUCCESS)
     rc = FT_EMPI;
   else {
-    int wrc = wait_plain(&req, p->timeout_s);
+    int wrc = ft__pulse_wait_plain(&req, p->timeout_s);
     if (wrc == FT_ETIMEDOUT)
       return FT_ETIMEDOUT; /* all stays owned by the pending collective */
     if (rc == FT_OK)
@@ -236,7 +235,7 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
   MPI_Request req;
   if (MPI_Comm_idup(comm, &p->comm, &req) != MPI_SUCCESS)
     return FT_EMPI;
-  int rc = wait_plain(&req, timeout_s);
+  int rc = ft__pulse_wait_plain(&req, timeout_s);
   if (rc == FT_OK)
     rc = share_addrs(p);
   if (rc == FT_ETIMEDOUT)

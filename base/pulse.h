@@ -80,6 +80,11 @@ int ft__pulse_poll(ft__pulse_t *p);
  * silent_mpi and silent_s. */
 int ft__pulse_silent(ft__pulse_t *p);
 
+/* Complete one request, polling between tests with naps that grow to 2 ms
+ * (never spinning in MPI), with a plain deadline and no heartbeats: FT_OK,
+ * FT_ETIMEDOUT after timeout_s (the request left pending), FT_EMPI. */
+int ft__pulse_wait_plain(MPI_Request *req, double timeout_s);
+
 /* Complete n requests, polling between tests with naps that grow to
  * nap_max seconds.  A request that completes is a sign of life of its peer
  * (peer[i]: the rank in comm that request i receives from; -1, or peer

@@ -10,6 +10,37 @@
 #include "recovery/rebuild.h"
 #include "recovery/survey.h"
 #include "recovery/verify.h"
+#include "snapshot/hold.h"
+
+int ft__restore_arm_hold(ft__restore_t *r, const char *spec, char *msg,
+                         size_t msglen) {
+  ft__hold_spec_t h;
+  if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
+    return FT_OK;
+  int rc = r->dir.fd < 0
+               ? ft__store_open_locked(r->store_root, &r->dir, msg, msglen)
+               : FT_OK;
+  if (rc == FT_OK)
+    rc = ft__ctl_create(&r->dir, 0, &r->ctl, msg, msglen);
+  if (rc) {
+    r->ctl = NULL;
+    return rc;
+  }
+  ft__store32(&r->ctl->phase, FT_PHASE_RESTORE);
+  ft__hold_arm(r->ctl, &h);
+  return FT_OK;
+}
+
+void ft__restore_hold_done(ft__restore_t *r, int detach) {
+  if (!r->ctl)
+    return;
+  ft__store32(&r->ctl->phase, FT_PHASE_DONE);
+  ft__ctl_notify(r->ctl);
+  if (detach) {
+    ft__ctl_detach(r->ctl);
+    r->ctl = NULL;
+  }
+}
 
 int ft__restore_run(ft__restore_t *r) {
   int rc = ft__ragree(r, ft__survey(r));

@@ -93,24 +93,12 @@ static int parse(int argc, char **argv, ft__config_t *cfg,
   return 0;
 }
 
-/* FT_HOLD=phase=restore: a control segment in the store through which
- * ft-hold sees this process held and lets it go (hold.h).  Made only then,
- * so that an unarmed ft-restore writes nothing where it rebuilds nothing. */
+/* FT_HOLD=phase=restore (ft__restore_arm_hold); a failure to arm is said,
+ * and the restore goes on unheld. */
 static void arm_hold(ft__restore_t *r, const char *spec) {
-  ft__hold_spec_t h;
   char msg[512];
-  if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
-    return;
-  if ((r->dir.fd < 0 &&
-       ft__store_open_locked(r->store_root, &r->dir, msg, sizeof(msg)) !=
-           FT_OK) ||
-      ft__ctl_create(&r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
+  if (ft__restore_arm_hold(r, spec, msg, sizeof(msg)) != FT_OK)
     fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", spec, msg);
-    r->ctl = NULL;
-    return;
-  }
-  ft__store32(&r->ctl->phase, FT_PHASE_RESTORE);
-  ft__hold_arm(r->ctl, &h);
 }
 
 /* The job's lock on this node's store (store.h), so that a restore never
@@ -288,10 +276,7 @@ int main(int argc, char **argv) {
       r.dir.fd >= 0)
     ft__store_unlink(&r.dir, FT_DISK_MARKER, NULL, 0);
   ft__restore_report(&r, rc);
-  if (r.ctl) {
-    ft__store32(&r.ctl->phase, FT_PHASE_DONE);
-    ft__ctl_notify(r.ctl);
-  }
+  ft__restore_hold_done(&r, 0);
   ft__dir_close(&r.dir);
   /* Before MPI_Finalize: a rank that has finished falls silent. */
   if (pulse.heard) /* its thread and all (pulse.h) */

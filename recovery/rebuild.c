@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -451,6 +450,11 @@ static void midway(ft__restore_t *r) {
   ft__fault_point(&r->fault, "restore", r->rank, r->host);
 }
 
+/* Bytes of piece q of a chunk of `chunk` bytes cut in pieces of `piece`. */
+static size_t piece_len(size_t chunk, size_t piece, size_t q) {
+  return chunk - q * piece < piece ? chunk - q * piece : piece;
+}
+
 static int wait1(MPI_Request *req) {
   return MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? FT_OK : FT_EMPI;
 }
@@ -493,7 +497,7 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
   MPI_Request rreq[CHAIN_BUFS], sreq[CHAIN_BUFS];
   for (int b = 0; b < CHAIN_BUFS; b++)
     rreq[b] = sreq[b] = MPI_REQUEST_NULL;
-#define LEN(q) (chunk - (q) * piece < piece ? chunk - (q) * piece : piece)
+#define LEN(q) piece_len(chunk, piece, q)
 #define AT(q) (next < 0 ? dst + (q) * piece : bufs + ((q) % CHAIN_BUFS) * piece)
   int rc = FT_OK;
   if (prev >= 0 && np > 0)
@@ -540,16 +544,13 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
   for (size_t first = 0; first < np && rc == FT_OK; first += RECV_BATCH) {
     int nb = 0;
     for (size_t q = first; q < np && nb < RECV_BATCH; q++, nb++) {
-      size_t off = q * piece, len = chunk - off < piece ? chunk - off : piece;
-      MPI_Irecv(dst + off, (int)len, MPI_BYTE, last, TAG_PIECE, r->comm,
-                &req[nb]);
+      MPI_Irecv(dst + q * piece, (int)piece_len(chunk, piece, q), MPI_BYTE,
+                last, TAG_PIECE, r->comm, &req[nb]);
     }
     if (MPI_Waitall(nb, req, st) != MPI_SUCCESS)
       rc = FT_EMPI;
-    for (int i = 0; rc == FT_OK && i < nb; i++) {
-      size_t off = (first + (size_t)i) * piece;
-      rc = got_all(r, &st[i], chunk - off < piece ? chunk - off : piece);
-    }
+    for (int i = 0; rc == FT_OK && i < nb; i++)
+      rc = got_all(r, &st[i], piece_len(chunk, piece, first + (size_t)i));
     if (rc == FT_OK && !held && first + (size_t)nb > np / 2) {
       midway(r); /* once half of the chunk is in */
       held = 1;

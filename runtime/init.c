@@ -11,8 +11,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/agree.h"
@@ -157,27 +157,16 @@ static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
     ft__pulse_watch(p, init_silent, c);
 }
 
-/* MPI_Bcast of one int from rank 0, waiting in naps that grow to 2 ms:
- * the trainers wait here while their SMP starts, which under FT_REBUILD
- * includes the rebuild of a recovery.  Blocking in MPI they would poll
- * (yielding at best) on CPUs the SMPs need (an oversubscribed ft-cluster
- * host: 8 ranks on 2 CPUs).  A silent peer is the watch thread's to find. */
+/* MPI_Bcast of one int from rank 0, waiting in naps that grow to 2 ms
+ * (ft__pulse_wait_plain): the trainers wait here while their SMP starts,
+ * which under FT_REBUILD includes the rebuild of a recovery.  Blocking in
+ * MPI they would poll (yielding at best) on CPUs the SMPs need (an
+ * oversubscribed ft-cluster host: 8 ranks on 2 CPUs).  No deadline: a
+ * silent peer is the watch thread's to find. */
 static void bcast_napping(int *v, MPI_Comm comm) {
   MPI_Request req;
-  if (MPI_Ibcast(v, 1, MPI_INT, 0, comm, &req) != MPI_SUCCESS) {
-    MPI_Bcast(v, 1, MPI_INT, 0, comm);
-    return;
-  }
-  long ns = 20000;
-  for (int done = 0;;) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done)
-      return;
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
-    if (ns < 2000000)
-      ns *= 2;
-  }
+  MPI_Ibcast(v, 1, MPI_INT, 0, comm, &req);
+  ft__pulse_wait_plain(&req, HUGE_VAL);
 }
 
 static void watch_stop(ft__pulse_t *p) {

@@ -24,24 +24,6 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "recovery/engine.h"
-#include "snapshot/hold.h"
-
-/* FT_HOLD=phase=restore holds the engine mid-rebuild as it holds
- * ft-restore: through a control segment in the store (ft-chaos sees it with
- * ft-hold), made only then and detached after. */
-static void arm_hold(ft__restore_t *r, const char *spec, ft__log_t *log) {
-  ft__hold_spec_t h;
-  char msg[512];
-  if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
-    return;
-  if (ft__ctl_create(&r->dir, 0, &r->ctl, msg, sizeof(msg)) != FT_OK) {
-    FT_LOGW(log, "FT_HOLD=%s: %s", spec, msg);
-    r->ctl = NULL;
-    return;
-  }
-  ft__store32(&r->ctl->phase, FT_PHASE_RESTORE);
-  ft__hold_arm(r->ctl, &h);
-}
 
 int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
   ft__restore_t *r = ft__malloc(sizeof(*r));
@@ -62,22 +44,22 @@ int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
   r->opts.mode = a->cfg->rebuild == 2 ? FT_RESTORE_SHRINK : FT_RESTORE_REPLACE;
   ft__fault_parse(&r->fault, a->cfg->fault);
   r->dir = *a->dir; /* the caller's descriptor and lock: not closed here */
-  arm_hold(r, a->cfg->hold, a->log);
+  /* FT_HOLD=phase=restore holds the engine mid-rebuild as it holds
+   * ft-restore (ft-chaos sees it with ft-hold). */
+  char hmsg[512];
+  if (ft__restore_arm_hold(r, a->cfg->hold, hmsg, sizeof(hmsg)) != FT_OK)
+    FT_LOGW(a->log, "FT_HOLD=%s: %s", a->cfg->hold, hmsg);
   rc = ft__restore_run(r);
   /* A version found or rebuilt in memory: a marker of an earlier hand-over
    * to the disk tier is stale (its lost hosts came back), as after
    * ft-restore. */
-  if (rc == FT_OK)
-    ft__store_unlink(&r->dir, FT_DISK_MARKER, NULL, 0);
   /* Its lines and summary when it ended well; else ft_init says why, and
    * ft-restore, run next on its own, says it again with what to do. */
-  if (rc == FT_OK)
+  if (rc == FT_OK) {
+    ft__store_unlink(&r->dir, FT_DISK_MARKER, NULL, 0);
     ft__restore_report(r, rc);
-  if (r->ctl) {
-    ft__store32(&r->ctl->phase, FT_PHASE_DONE);
-    ft__ctl_notify(r->ctl);
-    ft__ctl_detach(r->ctl);
   }
+  ft__restore_hold_done(r, 1); /* the SMP makes its own ctl next */
   if (rc)
     ft__msgf(rc, msg, msglen, "the rebuild of the recovery (FT_REBUILD=%s): %s",
              a->cfg->rebuild == 2 ? "shrink" : "replace",

@@ -199,8 +199,6 @@ int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
 int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     const char *job, const ft__slot_geom_t *g, char *msg,
                     size_t msglen);
-/* Open and validate an existing slot.  FT_ENOENT when it does not exist.
- * msg may be NULL. */
 /* Fault in every page of a slot just made (MADV_POPULATE_WRITE, in bulk:
  * a rebuild then writes into memory already there instead of taking one
  * fault a page).  Best effort: nothing happens where the kernel lacks it
@@ -208,6 +206,8 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
  * before). */
 void ft__slot_prefault(ft__slot_t *s);
 
+/* Open and validate an existing slot.  FT_ENOENT when it does not exist.
+ * msg may be NULL. */
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
                   const char *job, char *msg, size_t msglen);
 void ft__slot_close(ft__slot_t *s);
