@@ -112,7 +112,16 @@ static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
   /* No rank returns (and perhaps exits, making mpirun kill the others)
    * before the reason is written. */
   MPI_Barrier(MPI_COMM_WORLD);
+  /* Under FT_REBUILD (a relaunch of ft-launch --restarts) the job itself
+   * must fail: ft-launch reads a relaunch that exits 0 as a recovery done,
+   * and a program that goes on after a failed ft_init (training without
+   * ftrt) would exit 0 having restored nothing, while ft-restore, which
+   * ft-launch runs after a failed relaunch, never ran.  No process returns
+   * into the program: each ends here with status 1. */
+  int end = c->cfg.rebuild != 0;
   destroy(c);
+  if (end)
+    _exit(1);
   return rc;
 }
 
