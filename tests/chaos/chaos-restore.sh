@@ -14,7 +14,11 @@
 #         and the version; the survivors' stores are unchanged byte for byte
 #         and nothing was written on the spares;
 #      b. the same loss under ft-launch --restarts 1 --spares 2: it gives up
-#         with exit 3 and says why.
+#         with exit 3 and says why;
+#      c. only mpirun's daemon on h1 dies (h1 and its store stay) as h2 is
+#         lost: mpirun names h1 lost, too many losses, but before giving up
+#         ft-launch finds h1 answering, keeps it, rebuilds h2 on s1, and the
+#         job resumes from step 8 with the fault-free digest (exit 3 before).
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -112,4 +116,25 @@ expect_line tl '^ft-launch: restart 1 of 1: the relaunch ended \(status [0-9]+\)
 expect_no_line tl '^resumed from step' "too many losses"
 expect_no_line tl '^digest ' "too many losses"
 ok "ft-launch gave up with exit 3, naming group 0 and h1, h2"
+
+begin "11c. mpirun's daemon on h1 killed (h1 alive) and h2 lost: h1 kept, h2 rebuilt on s1"
+up crestore 4 --spares 2
+export FT_JOB=daemon-lost
+# h2 is cut off first, the job held at step 8: mpirun cannot end the job
+# before h2 is killed (it waits for h2's daemon, until the watchdog), so
+# that both losses are of the same failure, whatever the machine's speed.
+launch_held dl "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
+chaos dl partition h2 --keep-held
+ft-chaos kill-daemon h1 --job "$FT_JOB" >"$WORK/dl.daemon" 2>&1 || { cat "$WORK/dl.daemon"; fail "ft-chaos kill-daemon h1"; }
+ft-cluster kill h2 --name "$CL" >/dev/null || fail "ft-cluster kill h2"
+finish
+expect_rc dl 0 "ft-launch --restarts 1 after h1's daemon and h2 were lost"
+expect_line dl '^ft-launch: lost host\(s\): *h1 h2 *; replacing them with spare\(s\) s1 s2$' "both taken as lost first"
+expect_line dl '^ft-launch: mpirun lost its daemon on h1, but it answers a ping from the head now: recovering again with it in the job$' "h1 answers"
+expect_line dl '^ft-launch: lost host\(s\): *h2 *; replacing them with spare\(s\) s1$' "h1 kept"
+expect_line dl '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "h2 rebuilt on s1"
+expect_no_line dl 'cannot be recovered \(exit 3\)' "h1 kept"
+expect_resumed dl 8 8 "h1 kept, h2 rebuilt on s1"
+expect_digest dl "h1 kept, h2 rebuilt on s1"
+ok "h1's daemon lost but h1 alive: kept; h2 rebuilt on s1, resumed from step 8, digest matches"
 echo "PASS: chaos on 4 hosts, recovery by hand and refusal"
