@@ -240,6 +240,12 @@ int main(int argc, char **argv) {
     return prc < 0 ? 0 : prc;
   }
   gethostname(r.host, sizeof(r.host) - 1);
+  if (ft__config_same(r.comm, &cfg, r.host, msg, sizeof(msg))) {
+    if (r.rank == 0)
+      fprintf(stderr, "ft-restore: %s (exit 2)\n", msg);
+    MPI_Finalize();
+    return 2;
+  }
   memcpy(r.job, cfg.job, sizeof(r.job));
   memcpy(r.store_root, cfg.store_root, sizeof(r.store_root));
   r.piece_bytes = cfg.piece_bytes;

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,4 +409,64 @@ int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
   *k = kk;
   *m = mm;
   return FT_OK;
+}
+
+int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
+                    char *msg, size_t msglen) {
+  static const char *const name[] = {
+      "FT_EC_K",  "FT_EC_M",           "FT_PIECE_SIZE", "FT_CAPTURE",
+      "FT_VIRTUAL_NODE_RANKS", "FT_FRESH", "FT_ALLOW_ROLLBACK", "FT_REBUILD",
+      "FT_PERSIST_EVERY", "FT_PERSIST_KEEP"};
+  enum { N = sizeof(name) / sizeof(name[0]) };
+  struct {
+    long long v[N];
+    char job[FT_JOB_MAX];
+    char host[64];
+  } mine = {{cfg->ec_k, cfg->ec_m, (long long)cfg->piece_bytes, cfg->capture,
+             cfg->vnode_ranks, cfg->fresh, cfg->allow_rollback, cfg->rebuild,
+             cfg->persist_every, cfg->persist_keep},
+            "",
+            ""},
+    ref, other;
+  snprintf(mine.job, sizeof(mine.job), "%s", cfg->job);
+  snprintf(mine.host, sizeof(mine.host), "%s", host);
+  /* Each rank against rank 0; the lowest rank that differs, field by field
+   * (FT_JOB last), then its values. */
+  int rank, first[N + 1];
+  MPI_Comm_rank(comm, &rank);
+  ref = mine;
+  if (MPI_Bcast(&ref, sizeof(ref), MPI_BYTE, 0, comm) != MPI_SUCCESS)
+    return ft__msgf(FT_EMPI, msg, msglen, "MPI failed comparing FT_* settings");
+  for (int i = 0; i < N; i++)
+    first[i] = mine.v[i] != ref.v[i] ? rank : INT_MAX;
+  first[N] = strcmp(mine.job, ref.job) ? rank : INT_MAX;
+  if (MPI_Allreduce(MPI_IN_PLACE, first, N + 1, MPI_INT, MPI_MIN, comm) !=
+      MPI_SUCCESS)
+    return ft__msgf(FT_EMPI, msg, msglen, "MPI failed comparing FT_* settings");
+  int i = first[N] != INT_MAX ? N : -1;
+  for (int j = 0; i < 0 && j < N; j++)
+    if (first[j] != INT_MAX)
+      i = j;
+  if (i < 0)
+    return FT_OK;
+  other = mine;
+  if (MPI_Bcast(&other, sizeof(other), MPI_BYTE, first[i], comm) !=
+      MPI_SUCCESS)
+    return ft__msgf(FT_EMPI, msg, msglen, "MPI failed comparing FT_* settings");
+  char a[FT_JOB_MAX + 2], b[FT_JOB_MAX + 2];
+  if (i == N) {
+    snprintf(a, sizeof(a), "'%s'", ref.job);
+    snprintf(b, sizeof(b), "'%s'", other.job);
+  } else {
+    snprintf(a, sizeof(a), "%lld", ref.v[i]);
+    snprintf(b, sizeof(b), "%lld", other.v[i]);
+  }
+  return ft__msgf(FT_ECONFIG, msg, msglen,
+                  "%s is not the same on every process of the job (%s on rank "
+                  "0, %s; %s on rank %d, %s): nothing was changed. Every "
+                  "process needs the same value: ft-launch passes every FT_* "
+                  "variable to every host, and a setting made on some hosts "
+                  "only (a shell profile, mpirun -x on one part) differs",
+                  i == N ? "FT_JOB" : name[i], a, ref.host, b, first[i],
+                  other.host);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 #include "snapshot/store.h"
 
 #define FT_EC_MAX_N 255
@@ -80,6 +82,20 @@ const char *ft__config_env(const char *name, void *arg);
  * may be NULL. */
 int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
                             int *m, char *msg, size_t msglen);
+
+/*
+ * The settings every process of a job must share (FT_JOB, FT_EC_K,
+ * FT_EC_M, FT_PIECE_SIZE, FT_CAPTURE, FT_VIRTUAL_NODE_RANKS, FT_FRESH,
+ * FT_ALLOW_ROLLBACK, FT_REBUILD, FT_PERSIST_EVERY, FT_PERSIST_KEEP): the
+ * same on every rank of comm, else FT_ECONFIG on every rank with the same
+ * message naming the first that differs, its value on rank 0 and on the
+ * lowest rank where it differs, and their hosts (host: this one's).  Collective; after
+ * a load that succeeded on every rank.  Processes that disagree would read
+ * two stores, or exchange pieces of two sizes (MPI_ERR_TRUNCATE, the job
+ * lost mid-snapshot).
+ */
+int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
+                    char *msg, size_t msglen);
 
 /* The failure domain of host: FT_FAILURE_DOMAIN, else host's entry in
  * FT_FAILURE_DOMAINS, else "" (none).  out has FT_JOB_MAX bytes. */

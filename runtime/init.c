@@ -210,6 +210,8 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   int local = ft__config_load(&c->cfg, ft__config_env, NULL, msg, sizeof(msg));
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
     return log_once_and_destroy(c, rc, local, msg);
+  if ((rc = ft__config_same(MPI_COMM_WORLD, &c->cfg, c->host, msg, sizeof(msg))))
+    return log_once_and_destroy(c, rc, rc, msg);
   static ft__pulse_t watch;
   watch_start(c, &watch);
   local = setup(c, msg, sizeof(msg));

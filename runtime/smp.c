@@ -160,7 +160,6 @@ struct node_id {
   uint64_t pend_epoch;   /* of its pending layout, 0 without (store.h) */
   uint64_t stored_run;   /* its run id, 0 without */
   uint64_t new_run;      /* a fresh run id, should this launch start one */
-  int fresh;             /* FT_FRESH=1 here */
   int marked;            /* FT_DISK_MARKER here */
   int empty;             /* the store holds nothing: no metadata, no slot
                           * holding a version, none damaged */
@@ -262,28 +261,10 @@ static int check_runs(smp_t *s, const node_id_t *all) {
                   (unsigned long long)s->run, s->c->cfg.job);
 }
 
-/* Starting over removes stores: every node or none. */
-static int check_fresh(smp_t *s, const node_id_t *all) {
-  char without[256] = "";
-  int some = 0;
-  for (int i = 0; i < s->nnodes; i++)
-    if (all[i].fresh)
-      some = 1;
-    else
-      add_host(without, sizeof(without), all[i].host);
-  if (!some || !without[0])
-    return FT_OK;
-  return ft__msgf(FT_ECONFIG, s->msg, sizeof(s->msg),
-                  "job '%s': FT_FRESH=1 reaches some nodes only (not %s): "
-                  "nothing was removed. Set it for every rank (ft-launch "
-                  "--fresh does; mpirun -x FT_FRESH)",
-                  s->c->cfg.job, without);
-}
-
 static int check_stored(smp_t *s, node_id_t *all) {
-  int rc = check_fresh(s, all);
-  if (rc == FT_OK)
-    rc = check_runs(s, all);
+  /* FT_FRESH is the same on every node (ft__config_same in ft_init):
+   * starting over removes stores everywhere or nowhere. */
+  int rc = check_runs(s, all);
   if (rc)
     return rc;
   rc = check_epochs(s, all);
@@ -350,7 +331,6 @@ static int order_nodes(smp_t *s, node_id_t *all, const char **domains,
   mine.pend_epoch = s->pend ? s->pend->epoch : 0;
   mine.stored_run = s->meta ? s->meta->run : 0;
   mine.new_run = new_run_id();
-  mine.fresh = c->cfg.fresh;
   mine.marked = s->marked;
   mine.empty = store_empty(s);
   int rc = allgather(s, &mine, all, sizeof(mine), "node discovery");
