@@ -228,7 +228,10 @@ int main(int argc, char **argv) {
   MPI_Comm_size(r.comm, &r.size);
   char msg[512];
   ft__config_t cfg;
-  if (ft__config_load(&cfg, ft__config_env, NULL, msg, sizeof(msg))) {
+  /* Every rank learns of a bad variable on any (the lowest rank's message):
+   * none is left alone in the collectives below. */
+  int lrc = ft__config_load(&cfg, ft__config_env, NULL, msg, sizeof(msg));
+  if (ft__agree_msg(r.comm, lrc, msg, sizeof(msg))) {
     if (r.rank == 0)
       fprintf(stderr, "ft-restore: %s\n", msg);
     MPI_Finalize();

@@ -301,6 +301,24 @@ static int load_numbers(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   return FT_OK;
 }
 
+/* FT_REBUILD: read first, and kept when a later variable is bad (under it
+ * a failed ft_init ends the job: runtime/init.c). */
+static int load_rebuild(ft__config_t *cfg, ft__getenv_fn get, void *arg,
+                        char *msg, size_t msglen) {
+  const char *v = get("FT_REBUILD", arg);
+  if (!v)
+    return FT_OK;
+  if (strcmp(v, "replace") && strcmp(v, "shrink") && strcmp(v, "")) {
+    cfg->rebuild = 1; /* set, if not to a mode */
+    return ft__msgf(FT_ECONFIG, msg, msglen,
+                    "FT_REBUILD=%s: expected replace or shrink (ft-launch "
+                    "sets it on the relaunch of a recovery)",
+                    v);
+  }
+  cfg->rebuild = !*v ? 0 : !strcmp(v, "replace") ? 1 : 2;
+  return FT_OK;
+}
+
 static int load_launch(ft__config_t *cfg, ft__getenv_fn get, void *arg,
                        char *msg, size_t msglen) {
   int rc;
@@ -312,14 +330,6 @@ static int load_launch(ft__config_t *cfg, ft__getenv_fn get, void *arg,
   if ((v = get("FT_FRESH", arg)) &&
       (rc = parse_int("FT_FRESH", v, 0, 1, &cfg->fresh, msg, msglen)))
     return rc;
-  if ((v = get("FT_REBUILD", arg))) {
-    if (strcmp(v, "replace") && strcmp(v, "shrink") && strcmp(v, ""))
-      return ft__msgf(FT_ECONFIG, msg, msglen,
-                      "FT_REBUILD=%s: expected replace or shrink (ft-launch "
-                      "sets it on the relaunch of a recovery)",
-                      v);
-    cfg->rebuild = !*v ? 0 : !strcmp(v, "replace") ? 1 : 2;
-  }
   if ((v = get("FT_ALLOW_ROLLBACK", arg)))
     return parse_int("FT_ALLOW_ROLLBACK", v, 0, 1, &cfg->allow_rollback, msg,
                      msglen);
@@ -355,13 +365,16 @@ int ft__config_load(ft__config_t *cfg, ft__getenv_fn get, void *arg, char *msg,
   ft__config_defaults(cfg);
   if (msg && msglen)
     msg[0] = '\0';
-  if ((rc = load_names(cfg, get, arg, msg, msglen)) ||
+  if ((rc = load_rebuild(cfg, get, arg, msg, msglen)) ||
+      (rc = load_names(cfg, get, arg, msg, msglen)) ||
       (rc = load_ec(cfg, get, arg, msg, msglen)) ||
       (rc = load_modes(cfg, get, arg, msg, msglen)) ||
       (rc = load_numbers(cfg, get, arg, msg, msglen)) ||
       (rc = load_launch(cfg, get, arg, msg, msglen)) ||
       (rc = load_persist(cfg, get, arg, msg, msglen))) {
+    int rebuild = cfg->rebuild;
     ft__config_defaults(cfg);
+    cfg->rebuild = rebuild;
     return rc;
   }
   return FT_OK;
@@ -411,55 +424,89 @@ int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
   return FT_OK;
 }
 
+/* The numeric settings ft__config_same compares, in its order. */
+enum {
+  SAME_EC_K,
+  SAME_EC_M,
+  SAME_PIECE,
+  SAME_CAPTURE,
+  SAME_VNODE,
+  SAME_FRESH,
+  SAME_ROLLBACK,
+  SAME_REBUILD,
+  SAME_PERSIST_EVERY,
+  SAME_PERSIST_KEEP,
+  SAME_N
+};
+
+/* A setting as a message shows it: names for the modes, "unset" for a
+ * value chosen by the runtime. */
+static void say_setting(int i, long long v, char *out, size_t len) {
+  static const char *const rebuild[] = {"unset", "replace", "shrink"};
+  static const char *const capture[] = {"sync", "lazy"};
+  if (i == SAME_REBUILD && v >= 0 && v <= 2)
+    snprintf(out, len, "%s", rebuild[v]);
+  else if (i == SAME_CAPTURE && v >= 0 && v <= 1)
+    snprintf(out, len, "%s", capture[v]);
+  else if ((i == SAME_EC_K && v == 0) || (i == SAME_EC_M && v < 0))
+    snprintf(out, len, "unset");
+  else
+    snprintf(out, len, "%lld", v);
+}
+
 int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
                     char *msg, size_t msglen) {
-  static const char *const name[] = {
-      "FT_EC_K",  "FT_EC_M",           "FT_PIECE_SIZE", "FT_CAPTURE",
-      "FT_VIRTUAL_NODE_RANKS", "FT_FRESH", "FT_ALLOW_ROLLBACK", "FT_REBUILD",
-      "FT_PERSIST_EVERY", "FT_PERSIST_KEEP"};
-  enum { N = sizeof(name) / sizeof(name[0]) };
+  static const char *const name[SAME_N] = {
+      "FT_EC_K",         "FT_EC_M",          "FT_PIECE_SIZE",
+      "FT_CAPTURE",      "FT_VIRTUAL_NODE_RANKS", "FT_FRESH",
+      "FT_ALLOW_ROLLBACK", "FT_REBUILD",     "FT_PERSIST_EVERY",
+      "FT_PERSIST_KEEP"};
   struct {
-    long long v[N];
+    long long v[SAME_N];
     char job[FT_JOB_MAX];
+    char persist[FT_PATH_MAX];
     char host[64];
   } mine = {{cfg->ec_k, cfg->ec_m, (long long)cfg->piece_bytes, cfg->capture,
              cfg->vnode_ranks, cfg->fresh, cfg->allow_rollback, cfg->rebuild,
              cfg->persist_every, cfg->persist_keep},
             "",
+            "",
             ""},
     ref, other;
   snprintf(mine.job, sizeof(mine.job), "%s", cfg->job);
+  snprintf(mine.persist, sizeof(mine.persist), "%s", cfg->persist_dir);
   snprintf(mine.host, sizeof(mine.host), "%s", host);
-  /* Each rank against rank 0; the lowest rank that differs, field by field
-   * (FT_JOB last), then its values. */
-  int rank, first[N + 1];
+  /* Each rank against rank 0: for each setting (FT_JOB and FT_PERSIST_DIR
+   * after the numbers) the lowest rank that differs, then its values. */
+  enum { JOB = SAME_N, PERSIST, ALL };
+  int rank, first[ALL];
   MPI_Comm_rank(comm, &rank);
   ref = mine;
   if (MPI_Bcast(&ref, sizeof(ref), MPI_BYTE, 0, comm) != MPI_SUCCESS)
     return ft__msgf(FT_EMPI, msg, msglen, "MPI failed comparing FT_* settings");
-  for (int i = 0; i < N; i++)
+  for (int i = 0; i < SAME_N; i++)
     first[i] = mine.v[i] != ref.v[i] ? rank : INT_MAX;
-  first[N] = strcmp(mine.job, ref.job) ? rank : INT_MAX;
-  if (MPI_Allreduce(MPI_IN_PLACE, first, N + 1, MPI_INT, MPI_MIN, comm) !=
+  first[JOB] = strcmp(mine.job, ref.job) ? rank : INT_MAX;
+  first[PERSIST] = strcmp(mine.persist, ref.persist) ? rank : INT_MAX;
+  if (MPI_Allreduce(MPI_IN_PLACE, first, ALL, MPI_INT, MPI_MIN, comm) !=
       MPI_SUCCESS)
     return ft__msgf(FT_EMPI, msg, msglen, "MPI failed comparing FT_* settings");
-  int i = first[N] != INT_MAX ? N : -1;
-  for (int j = 0; i < 0 && j < N; j++)
-    if (first[j] != INT_MAX)
-      i = j;
-  if (i < 0)
+  int i = 0;
+  while (i < ALL && first[i] == INT_MAX)
+    i++;
+  if (i == ALL)
     return FT_OK;
   other = mine;
   if (MPI_Bcast(&other, sizeof(other), MPI_BYTE, first[i], comm) !=
       MPI_SUCCESS)
     return ft__msgf(FT_EMPI, msg, msglen, "MPI failed comparing FT_* settings");
-  char a[FT_JOB_MAX + 2], b[FT_JOB_MAX + 2];
-  if (i == N) {
-    snprintf(a, sizeof(a), "'%s'", ref.job);
-    snprintf(b, sizeof(b), "'%s'", other.job);
+  char a[256], b[256];
+  if (i == JOB || i == PERSIST) {
+    snprintf(a, sizeof(a), "'%s'", i == JOB ? ref.job : ref.persist);
+    snprintf(b, sizeof(b), "'%s'", i == JOB ? other.job : other.persist);
   } else {
-    snprintf(a, sizeof(a), "%lld", ref.v[i]);
-    snprintf(b, sizeof(b), "%lld", other.v[i]);
+    say_setting(i, ref.v[i], a, sizeof(a));
+    say_setting(i, other.v[i], b, sizeof(b));
   }
   return ft__msgf(FT_ECONFIG, msg, msglen,
                   "%s is not the same on every process of the job (%s on rank "
@@ -467,6 +514,6 @@ int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
                   "process needs the same value: ft-launch passes every FT_* "
                   "variable to every host, and a setting made on some hosts "
                   "only (a shell profile, mpirun -x on one part) differs",
-                  i == N ? "FT_JOB" : name[i], a, ref.host, b, first[i],
-                  other.host);
+                  i == JOB ? "FT_JOB" : i == PERSIST ? "FT_PERSIST_DIR" : name[i],
+                  a, ref.host, b, first[i], other.host);
 }

@@ -105,8 +105,13 @@ static void destroy(ft_ctx_t *c) {
  * then the context is destroyed and rc returned. */
 static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
                                 const char *msg) {
-  int me = local_rc != FT_OK && msg[0] ? c->world_rank : INT_MAX, first;
-  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  /* The lowest rank with a reason, and whether any rank is under
+   * FT_REBUILD (-rebuild: one MPI_MIN for both). */
+  int mine[2] = {local_rc != FT_OK && msg[0] ? c->world_rank : INT_MAX,
+                 -c->cfg.rebuild},
+      all[2];
+  MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int first = all[0];
   if (first == c->world_rank)
     FT_LOGE(&c->log, "ft_init: %s", msg);
   /* No rank returns (and perhaps exits, making mpirun kill the others)
@@ -117,11 +122,17 @@ static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
    * and a program that goes on after a failed ft_init (training without
    * ftrt) would exit 0 having restored nothing, while ft-restore, which
    * ft-launch runs after a failed relaunch, never ran.  No process returns
-   * into the program: each ends here with status 1. */
-  int end = c->cfg.rebuild != 0;
+   * into the program: each ends here with status 1 (what it printed
+   * first flushed), after the agreement and the reason.  The one exception
+   * to STYLE.md 5 (return a status): FT_REBUILD is ft-launch's, set on its
+   * own relaunches only, and ft_init already ends a process whose peers
+   * fell silent. */
+  int end = all[1] != 0;
   destroy(c);
-  if (end)
+  if (end) {
+    fflush(NULL);
     _exit(1);
+  }
   return rc;
 }
 

@@ -24,4 +24,15 @@ for prog in ft-train-example tests/mpi/init-ignored; do
 done
 # No process returns into the program: it cannot train on without the state.
 grep -q "; going on" "$LOGDIR/init-ignored" && { log_of init-ignored | tail; fail "ft_init returned into the program after a refused rebuild"; }
+# Nor when ft_init fails before the rebuild, on one node only (a bad
+# variable there: its configuration falls back to the defaults) or on all.
+timeout -k 10 120 mpirun -np 2 env FT_REBUILD=replace FT_LOG=bogus "$B/tests/mpi/init-ignored" : \
+  -np 4 env FT_REBUILD=replace "$B/tests/mpi/init-ignored" >"$LOGDIR/bad-one" 2>&1 && fail "a bad FT_LOG on one node under FT_REBUILD: exited 0"
+FT_REBUILD=replace FT_LOG=bogus timeout -k 10 120 mpirun -np 6 "$B/tests/mpi/init-ignored" >"$LOGDIR/bad-all" 2>&1 &&
+  fail "a bad FT_LOG under FT_REBUILD: exited 0"
+for f in bad-one bad-all; do
+  grep -q "FT_LOG=bogus" "$LOGDIR/$f" || { log_of $f | tail; fail "$f: no message naming FT_LOG"; }
+  grep -q "; going on" "$LOGDIR/$f" && { log_of $f | tail; fail "$f: ft_init returned into the program under FT_REBUILD"; }
+done
+note "a bad variable under FT_REBUILD, on one node or all: the job fails, no process goes on"
 echo "PASS: a refused rebuild fails the job"
