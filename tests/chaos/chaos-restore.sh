@@ -16,9 +16,10 @@
 #      b. the same loss under ft-launch --restarts 1 --spares 2: it gives up
 #         with exit 3 and says why;
 #      c. only mpirun's daemon on h1 dies (h1 and its store stay) as h2 is
-#         lost: mpirun names h1 lost, too many losses, but before giving up
-#         ft-launch finds h1 answering, keeps it, rebuilds h2 on s1, and the
-#         job resumes from step 8 with the fault-free digest (exit 3 before).
+#         lost: mpirun names h1 lost, the relaunch's rebuild is refused (too
+#         many losses), but before ft-restore runs on its own ft-launch finds
+#         h1 answering, keeps it, rebuilds h2 on s1, and the job resumes from
+#         step 8 with the fault-free digest (exit 3 before).
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -123,17 +124,18 @@ export FT_JOB=daemon-lost
 # h2 is cut off first, the job held at step 8: mpirun cannot end the job
 # before h2 is killed (it waits for h2's daemon, until the watchdog), so
 # that both losses are of the same failure, whatever the machine's speed.
-launch_held dl "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
+launch_held dl "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 20
 chaos dl partition h2 --keep-held
 ft-chaos kill-daemon h1 --job "$FT_JOB" >"$WORK/dl.daemon" 2>&1 || { cat "$WORK/dl.daemon"; fail "ft-chaos kill-daemon h1"; }
 ft-cluster kill h2 --name "$CL" >/dev/null || fail "ft-cluster kill h2"
 finish
 expect_rc dl 0 "ft-launch --restarts 1 after h1's daemon and h2 were lost"
 expect_line dl '^ft-launch: lost host\(s\): *h1 h2 *; replacing them with spare\(s\) s1 s2$' "both taken as lost first"
-expect_line dl '^ft-launch: mpirun lost its daemon on h1, but it answers a ping from the head now: recovering again with it in the job$' "h1 answers"
+expect_line dl '^ft-launch: mpirun lost its daemon on h1, but it answers a ping from the head now: keeping it in the job$' "h1 answers"
 expect_line dl '^ft-launch: lost host\(s\): *h2 *; replacing them with spare\(s\) s1$' "h1 kept"
 expect_line dl '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "h2 rebuilt on s1"
 expect_no_line dl 'cannot be recovered \(exit 3\)' "h1 kept"
+expect_no_line dl '^ft-restore: group 0 lost 2 chunks' "h1 kept before ft-restore ran on its own"
 expect_resumed dl 8 8 "h1 kept, h2 rebuilt on s1"
 expect_digest dl "h1 kept, h2 rebuilt on s1"
 ok "h1's daemon lost but h1 alive: kept; h2 rebuilt on s1, resumed from step 8, digest matches"
