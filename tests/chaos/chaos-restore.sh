@@ -131,7 +131,7 @@ ft-cluster kill h2 --name "$CL" >/dev/null || fail "ft-cluster kill h2"
 finish
 expect_rc dl 0 "ft-launch --restarts 1 after h1's daemon and h2 were lost"
 expect_line dl '^ft-launch: lost host\(s\): *h1 h2 *; replacing them with spare\(s\) s1 s2$' "both taken as lost first"
-expect_line dl '^ft-launch: mpirun lost its daemon on h1, but it answers a ping from the head now: keeping it in the job$' "h1 answers"
+expect_line dl '^ft-launch: \[\+[0-9.]+s\] mpirun lost its daemon on h1, but 1 host\(s\) answer a ping from the head now: putting them back in the job$' "h1 answers"
 expect_line dl '^ft-launch: lost host\(s\): *h2 *; replacing them with spare\(s\) s1$' "h1 kept"
 expect_line dl '^ft-restore: lost node 1 \(h2, group 0 position [0-3]\) -> s1$' "h2 rebuilt on s1"
 expect_no_line dl 'cannot be recovered \(exit 3\)' "h1 kept"
