@@ -456,11 +456,12 @@ static void say_setting(int i, long long v, char *out, size_t len) {
 
 int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
                     char *msg, size_t msglen) {
-  static const char *const name[SAME_N] = {
+  /* The numbers, then the two strings (JOB, PERSIST below). */
+  static const char *const name[] = {
       "FT_EC_K",         "FT_EC_M",          "FT_PIECE_SIZE",
       "FT_CAPTURE",      "FT_VIRTUAL_NODE_RANKS", "FT_FRESH",
       "FT_ALLOW_ROLLBACK", "FT_REBUILD",     "FT_PERSIST_EVERY",
-      "FT_PERSIST_KEEP"};
+      "FT_PERSIST_KEEP", "FT_JOB",           "FT_PERSIST_DIR"};
   struct {
     long long v[SAME_N];
     char job[FT_JOB_MAX];
@@ -479,6 +480,7 @@ int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
   /* Each rank against rank 0: for each setting (FT_JOB and FT_PERSIST_DIR
    * after the numbers) the lowest rank that differs, then its values. */
   enum { JOB = SAME_N, PERSIST, ALL };
+  _Static_assert(sizeof(name) / sizeof(name[0]) == ALL, "a name a setting");
   int rank, first[ALL];
   MPI_Comm_rank(comm, &rank);
   ref = mine;
@@ -514,6 +516,5 @@ int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
                   "process needs the same value: ft-launch passes every FT_* "
                   "variable to every host, and a setting made on some hosts "
                   "only (a shell profile, mpirun -x on one part) differs",
-                  i == JOB ? "FT_JOB" : i == PERSIST ? "FT_PERSIST_DIR" : name[i],
-                  a, ref.host, b, first[i], other.host);
+                  name[i], a, ref.host, b, first[i], other.host);
 }

@@ -87,13 +87,13 @@ int ft__config_ec_for_nodes(const ft__config_t *cfg, int nnodes, int *k,
  * The settings every process of a job must share (FT_EC_K, FT_EC_M,
  * FT_PIECE_SIZE, FT_CAPTURE, FT_VIRTUAL_NODE_RANKS, FT_FRESH,
  * FT_ALLOW_ROLLBACK, FT_REBUILD, FT_PERSIST_EVERY, FT_PERSIST_KEEP, FT_JOB,
- * FT_PERSIST_DIR): the
- * same on every rank of comm, else FT_ECONFIG on every rank with the same
- * message naming the first that differs, its value on rank 0 and on the
- * lowest rank where it differs, and their hosts (host: this one's).  Collective; after
- * a load that succeeded on every rank.  Processes that disagree would read
- * two stores, exchange pieces of two sizes (MPI_ERR_TRUNCATE, the job lost
- * mid-snapshot), or enter the disk tier's collectives on some nodes only.
+ * FT_PERSIST_DIR): the same on every rank of comm, else FT_ECONFIG on every
+ * rank with the same message naming the first that differs, its value on
+ * rank 0 and on the lowest rank where it differs, and their hosts (host:
+ * this one's).  Collective; after a load that succeeded on every rank.
+ * Processes that disagree would read two stores, exchange pieces of two
+ * sizes (MPI_ERR_TRUNCATE, the job lost mid-snapshot), or enter the disk
+ * tier's collectives on some nodes only.
  */
 int ft__config_same(MPI_Comm comm, const ft__config_t *cfg, const char *host,
                     char *msg, size_t msglen);
