@@ -17,6 +17,9 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
   if (strncmp(spec, "stop:", 5) == 0) { /* SIGSTOP: alive but silent */
     f->stop = 1;
     spec += 5;
+  } else if (strncmp(spec, "flip:", 5) == 0) { /* a byte corrupted */
+    f->flip = 1;
+    spec += 5;
   }
   snprintf(buf, sizeof(buf), "%s", spec);
   char *who = strchr(buf, '@');
@@ -34,27 +37,37 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
     if (f->nth < 1)
       return -1;
   }
-  static const char *const points[] = {"startup", "copy", "crc", "encode", "flush",
-                                       "commit",  "restore", NULL};
-  for (int i = 0; points[i]; i++)
-    if (strcmp(buf, points[i]) == 0) {
+  /* Only "rebuilt" has a byte to flip (recovery/rebuild.c). */
+  static const struct {
+    const char *name;
+    int flips;
+  } points[] = {{"startup", 0}, {"copy", 0},    {"crc", 0},     {"encode", 0},
+                {"flush", 0},   {"commit", 0},  {"restore", 0}, {"rebuilt", 1},
+                {NULL, 0}};
+  for (int i = 0; points[i].name; i++)
+    if (strcmp(buf, points[i].name) == 0) {
+      if (f->flip && !points[i].flips)
+        return -1;
       snprintf(f->point, sizeof(f->point), "%s", buf);
       return 0;
     }
   return -1;
 }
 
-void ft__fault_point(ft__fault_t *f, const char *point, int rank,
-                     const char *host) {
+int ft__fault_point(ft__fault_t *f, const char *point, int rank,
+                    const char *host) {
   if (!f->point[0] || strcmp(f->point, point) != 0)
-    return;
+    return 0;
   if ((f->rank >= 0 && f->rank != rank) ||
       (f->host[0] && (!host || strcmp(f->host, host) != 0)))
-    return;
+    return 0;
   if (++f->passes != f->nth)
-    return;
+    return 0;
+  if (f->flip)
+    return 1; /* the caller says what it flipped */
   fprintf(stderr, "ftrt: fault point '%s' (FT_FAULT) %s pid %d\n", point,
           f->stop ? "stops" : "kills", (int)getpid());
   fflush(stderr);
   kill(getpid(), f->stop ? SIGSTOP : SIGKILL);
+  return 0;
 }

@@ -11,6 +11,12 @@
  * damaged or missing, the node that holds it (its slot made anew first).
  * Decode uses the first k healthy chunks of the stripe and marks the other
  * m as erased, so the codec always solves with exactly k known chunks.
+ *
+ * A rebuilt chunk's CRC is computed where its bytes are made (the chain's
+ * last link, as it sends them) and sent after them: the owner seals the slot
+ * with it without reading the chunk back, and a byte that arrives wrong, or
+ * is corrupted on the owner before anyone reads it, fails that CRC when the
+ * slot is read, instead of being sealed as the rebuilt data.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +26,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "ec/codec.h"
+#include "ec/crc.h"
 #include "recovery/rebuild.h"
 #include "recovery/restore.h"
 #include "snapshot/ctl.h"
@@ -154,7 +161,13 @@ static int count_corrupt(ft__restore_t *r) {
 /* ---- spares ---- */
 
 /* Tags of the point-to-point messages of the rebuild. */
-enum { TAG_META_LEN = 1, TAG_META = 2, TAG_PIECE = 3, TAG_META_ROOM = 5 };
+enum {
+  TAG_META_LEN = 1,
+  TAG_META = 2,
+  TAG_PIECE = 3,
+  TAG_META_ROOM = 5,
+  TAG_CRC = 6 /* after a chunk's pieces: the last link's status, the CRC */
+};
 
 /* The group table that describes the version: the bytes of r->gname (the
  * survey picked it), to free with ft__free.  With a message on failure. */
@@ -450,6 +463,22 @@ static void midway(ft__restore_t *r) {
   ft__fault_point(&r->fault, "restore", r->rank, r->host);
 }
 
+/* The chunk is whole on its owner: with FT_FAULT=flip:rebuilt, one byte of
+ * it is corrupted here, as memory or a link might, to show that nothing
+ * after this point takes such bytes for the rebuilt ones. */
+static void rebuilt(ft__restore_t *r, const task_t *t, uint8_t *dst) {
+  if (!ft__fault_point(&r->fault, "rebuilt", r->rank, r->host))
+    return;
+  size_t at = r->chunk_of_group[t->g] / 2;
+  dst[at] ^= 0x5a;
+  fprintf(stderr,
+          "ftrt: fault point 'rebuilt' (FT_FAULT) flipped byte %zu of %s "
+          "chunk %d (group %d stripe %d, node %d) on %s, pid %d\n",
+          at, t->role < ft__group_k(r, t->g) ? "data" : "parity", t->role,
+          t->g, t->s, t->node, r->host, (int)getpid());
+  fflush(stderr);
+}
+
 /* Bytes of piece q of a chunk of `chunk` bytes cut in pieces of `piece`. */
 static size_t piece_len(size_t chunk, size_t piece, size_t q) {
   return chunk - q * piece < piece ? chunk - q * piece : piece;
@@ -485,8 +514,9 @@ static int wait_piece(ft__restore_t *r, MPI_Request *req, size_t len) {
  * term, send it on (to link h+1, or to the owner); the last link, when it is
  * the owner, sums into dst.  Piece q+1 is received while q is summed. */
 static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
-                      int h, ft__codec_t *codec, uint8_t *bufs, uint8_t *dst) {
-  int k = ft__group_k(r, t->g), i = ch->hop[h];
+                      int h, ft__codec_t *codec, uint8_t *bufs, uint8_t *dst,
+                      uint64_t *crc) {
+  int k = ft__group_k(r, t->g), i = ch->hop[h], last = h + 1 == k;
   int prev = h > 0 ? t->src_rank[ch->hop[h - 1]] : -1;
   int next = h + 1 < k ? t->src_rank[ch->hop[h + 1]]
                        : t->owner == r->rank ? -1 : t->owner;
@@ -500,6 +530,7 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
 #define LEN(q) piece_len(chunk, piece, q)
 #define AT(q) (next < 0 ? dst + (q) * piece : bufs + ((q) % CHAIN_BUFS) * piece)
   int rc = FT_OK;
+  uint64_t sum = 0; /* the last link's CRC of the chunk, piece by piece */
   if (prev >= 0 && np > 0)
     MPI_Irecv(AT(0), (int)LEN(0), MPI_BYTE, prev, TAG_PIECE, r->comm, &rreq[0]);
   for (size_t q = 0; q < np && rc == FT_OK; q++) {
@@ -518,6 +549,8 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
     if (rc == FT_OK)
       rc = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne, ch->row,
                                    i, mine + q * piece, acc);
+    if (rc == FT_OK && last)
+      sum = ft__crc64(sum, acc, LEN(q));
     if (rc == FT_OK && next >= 0)
       MPI_Isend(acc, (int)LEN(q), MPI_BYTE, next, TAG_PIECE, r->comm, &sreq[b]);
     if (next < 0 && q == np / 2)
@@ -526,6 +559,14 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
   if (MPI_Waitall(CHAIN_BUFS, sreq, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
       rc == FT_OK)
     rc = FT_EMPI;
+  if (last && next >= 0) { /* eager: never leaves this rank waiting */
+    uint64_t end[2] = {(uint64_t)(int64_t)rc, sum};
+    MPI_Send(end, 2, MPI_UINT64_T, next, TAG_CRC, r->comm);
+  }
+  if (rc == FT_OK && next < 0) {
+    *crc = sum;
+    rebuilt(r, t, dst);
+  }
 #undef LEN
 #undef AT
   return rc;
@@ -534,7 +575,7 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
 /* The owner that holds no source: the chain's sum, straight into dst,
  * RECV_BATCH pieces at a time. */
 static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
-                     uint8_t *dst) {
+                     uint8_t *dst, uint64_t *crc) {
   int last = t->src_rank[ch->hop[ft__group_k(r, t->g) - 1]];
   size_t chunk = r->chunk_of_group[t->g], piece = r->piece_bytes;
   size_t np = (chunk + piece - 1) / piece;
@@ -556,11 +597,24 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
       held = 1;
     }
   }
+  uint64_t end[2] = {0, 0}; /* the last link's status, the chunk's CRC */
+  if (rc == FT_OK && MPI_Recv(end, 2, MPI_UINT64_T, last, TAG_CRC, r->comm,
+                              MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    rc = FT_EMPI;
+  if (rc == FT_OK && (int64_t)end[0] != FT_OK) {
+    r->msg[0] = '\0'; /* the link says why */
+    rc = (int)(int64_t)end[0];
+  }
+  if (rc == FT_OK) {
+    *crc = end[1];
+    rebuilt(r, t, dst);
+  }
   return rc;
 }
 
+/* On the owner, *crc: the CRC the chunk was made with. */
 static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs,
-                    ft__codec_t *const *codec) {
+                    ft__codec_t *const *codec, uint64_t *crc) {
   sources(r, t);
   chain_t ch;
   plan_chain(r, t, &ch);
@@ -569,8 +623,9 @@ static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs,
                      : NULL;
   for (int h = 0; h < ft__group_k(r, t->g); h++)
     if (t->src_rank[ch.hop[h]] == r->rank)
-      return chain_link(r, t, &ch, h, codec[ft__group_k(r, t->g)], bufs, dst);
-  return t->owner == r->rank ? chain_end(r, t, &ch, dst) : FT_OK;
+      return chain_link(r, t, &ch, h, codec[ft__group_k(r, t->g)], bufs, dst,
+                        crc);
+  return t->owner == r->rank ? chain_end(r, t, &ch, dst, crc) : FT_OK;
 }
 
 static int owner_of(const ft__restore_t *r, int node, const int *helper_of) {
@@ -615,7 +670,15 @@ static int alloc_decode(ft__restore_t *r, uint8_t **bufs, ft__codec_t **codec) {
   return rc;
 }
 
-static int rebuild_all(ft__restore_t *r, const int *helper_of) {
+/* The CRC of every chunk this rank rebuilt, as the chain that made its
+ * bytes computed it: made[node] for node's adopted slot, made[r->nnodes]
+ * for this rank's own. */
+typedef struct made {
+  uint64_t crc[FT_MAX_CHUNKS];
+  unsigned char got[FT_MAX_CHUNKS];
+} made_t;
+
+static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
   uint8_t *bufs = NULL;
   ft__codec_t *codec[FT_RESTORE_MAX_GROUP] = {0};
   int rc = ft__ragree(r, alloc_decode(r, &bufs, codec));
@@ -629,7 +692,13 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of) {
         task_t t = {.g = g, .s = s, .role = role, .node = node,
                     .owner = owner_of(r, node, helper_of)};
         progress(r, &t, node, ++done, total);
-        rc = run_task(r, &t, bufs, codec);
+        uint64_t crc = 0;
+        rc = run_task(r, &t, bufs, codec, &crc);
+        if (rc == FT_OK && t.owner == r->rank) {
+          made_t *m = &made[r->adopt[node] ? node : r->nnodes];
+          m->crc[role] = crc;
+          m->got[role] = 1;
+        }
         r->bytes_rebuilt += r->chunk_of_group[g];
       }
   for (int k = 0; k < FT_RESTORE_MAX_GROUP; k++)
@@ -651,25 +720,37 @@ static int write_adopted_meta(ft__restore_t *r, int node, const ft__meta_t *m) {
   return rc;
 }
 
-static void commit_slot(ft__slot_t *sl) {
-  ft__slot_seal_data(sl);
-  ft__slot_seal_parity(sl);
+/* A slot rebuilt whole gets the CRCs its chunks were made with (not read
+ * back from it) and COMMITTED; a chunk of it without one was never
+ * rebuilt, and the slot is not sealed. */
+static int commit_slot(ft__restore_t *r, ft__slot_t *sl, const made_t *m) {
+  for (uint32_t c = 0; c < sl->hdr->k + sl->hdr->m; c++)
+    if (!m->got[c])
+      return ft__rsay(r, FT_ESTATE,
+                      "%s: %s: chunk %u was not rebuilt; the slot is left "
+                      "unsealed",
+                      r->host, sl->path, c);
+  ft__slot_set_crcs(sl, m->crc);
   ft__slot_set_state(sl, FT_SLOT_COMMITTED);
+  return FT_OK;
 }
 
 /* Rebuilt slots get their CRCs and COMMITTED; a survivor's repaired chunk
- * must match the CRC it had when written. */
-static int seal(ft__restore_t *r, int spare) {
-  for (int node = 0; node < r->nnodes; node++)
-    if (r->adopted[node].map)
-      commit_slot(&r->adopted[node]);
+ * must match the CRC it had when written (read back: it is the CRC of the
+ * original bytes, a check of the decode too). */
+static int seal(ft__restore_t *r, int spare, const made_t *made) {
+  for (int node = 0; node < r->nnodes; node++) {
+    int rc = r->adopted[node].map
+                 ? commit_slot(r, &r->adopted[node], &made[node])
+                 : FT_OK;
+    if (rc)
+      return rc;
+  }
   if (r->my_slot < 0)
     return FT_OK;
   ft__slot_t *sl = &r->slot[r->my_slot];
-  if (spare || r->damaged[r->rank]) {
-    commit_slot(sl);
-    return FT_OK;
-  }
+  if (spare || r->damaged[r->rank])
+    return commit_slot(r, sl, &made[r->nnodes]);
   /* Only the chunks this node had to repair: the survey verified the rest. */
   const unsigned char *bad = r->bad + (size_t)r->rank * FT_MAX_CHUNKS;
   char msg[512];
@@ -905,6 +986,7 @@ int ft__rebuild_plan(ft__restore_t *r, int *helper_of) {
 int ft__rebuild(ft__restore_t *r) {
   int *helper_of = ft__calloc((size_t)r->nnodes, sizeof(int));
   ft__meta_t *spare_meta = ft__calloc(1, sizeof(*spare_meta));
+  made_t *made = ft__calloc((size_t)r->nnodes + 1, sizeof(made_t));
   r->adopted = ft__calloc((size_t)r->nnodes, sizeof(ft__slot_t));
   r->adopt = ft__calloc((size_t)r->nnodes, 1);
   for (int node = 0; r->adopted && node < r->nnodes; node++)
@@ -912,7 +994,7 @@ int ft__rebuild(ft__restore_t *r) {
   uint8_t *table = NULL;
   size_t tlen = 0;
   int rc = FT_OK;
-  if (!helper_of || !spare_meta || !r->adopted || !r->adopt)
+  if (!helper_of || !spare_meta || !made || !r->adopted || !r->adopt)
     rc = ft__rsay(r, FT_ENOMEM, "%s: out of memory planning the rebuild",
                   r->host);
   if ((rc = ft__ragree(r, rc)))
@@ -949,12 +1031,12 @@ int ft__rebuild(ft__restore_t *r) {
   if (rc == FT_OK)
     rc = ft__ragree(r, r->damaged[r->rank] ? reshape_damaged(r) : FT_OK);
   if (rc == FT_OK)
-    rc = ft__ragree(r, rebuild_all(r, helper_of));
+    rc = ft__ragree(r, rebuild_all(r, helper_of, made));
   int is_spare = 0;
   for (int node = 0; node < r->nnodes; node++)
     is_spare |= helper_of[node] == r->rank && !r->adopt[node];
   if (rc == FT_OK)
-    rc = ft__ragree(r, seal(r, is_spare));
+    rc = ft__ragree(r, seal(r, is_spare, made));
   if (rc == FT_OK)
     rc = ft__ragree(r, clear_damaged(r));
   if (rc == FT_OK)
@@ -964,5 +1046,6 @@ int ft__rebuild(ft__restore_t *r) {
 out:
   ft__free(helper_of);
   ft__meta_free(spare_meta);
+  ft__free(made);
   return rc;
 }

@@ -207,8 +207,9 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     ft__fault_t f;
     if (strlen(v) >= sizeof(cfg->fault) || ft__fault_parse(&f, v) != 0)
       return ft__msgf(FT_ECONFIG, msg, msglen,
-                      "FT_FAULT=%s: expected POINT[:NTH][@rN|@HOST] with POINT "
-                      "startup|copy|crc|encode|flush|commit|restore",
+                      "FT_FAULT=%s: expected [stop:|flip:]POINT[:NTH][@rN|@HOST] "
+                      "with POINT startup|copy|crc|encode|flush|commit|restore|"
+                      "rebuilt (flip: only with rebuilt)",
                       v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }

@@ -77,4 +77,27 @@ grep -q "of version 2: 0 with parity" "$LOGDIR/r4" || { cat "$LOGDIR/r4"; fail "
 train ke2 8 $ARGS || { log_of ke2 | tail; fail "relaunch failed"; }
 grep -q '^resumed from step 4$' "$LOGDIR/ke2" || fail "expected resume from step 4"
 expect_digest ke2 "$REF" "SMP killed mid-encode, resumed from step 4"
+
+# 8. A byte of a rebuilt chunk flipped on its owner after the last piece is
+#    in (FT_FAULT=flip:rebuilt: memory or a link corrupting it): the chunk's
+#    CRC is the one its bytes were sent with, so the relaunch refuses the
+#    data instead of resuming with wrong bytes (before: the owner sealed
+#    what it held, and the job resumed with another digest); ft-restore
+#    then finds the chunk corrupt and rebuilds it: the fault-free digest.
+export FT_JOB=flip-rebuilt
+train fl 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
+rm -rf "$FT_STORE_ROOT/vnode2/$FT_JOB"
+FT_FAULT=flip:rebuilt@r2 restore 4 >"$LOGDIR/r5" 2>&1 || { cat "$LOGDIR/r5"; fail "ft-restore with a flipped byte failed"; }
+line=$(grep "^ftrt: fault point 'rebuilt' (FT_FAULT) flipped byte [0-9]* of data chunk [0-9]" "$LOGDIR/r5") ||
+  { cat "$LOGDIR/r5"; fail "no data chunk flipped on rank 2 (the layout changed? pick another NTH)"; }
+chunk=$(sed -n 's/.* of data chunk \([0-9]*\) .*/\1/p' <<<"$line")
+train fl2 8 $ARGS && { log_of fl2 | tail; fail "the relaunch resumed on a flipped rebuilt chunk"; }
+grep -q "error: ft_restore: $FT_STORE_ROOT/vnode2/$FT_JOB/slot[01]: CRC mismatch in data chunk $chunk (version 4)$" "$LOGDIR/fl2" ||
+  { log_of fl2 | tail; fail "the relaunch did not name the flipped chunk"; }
+grep -q '^digest ' "$LOGDIR/fl2" && fail "the refused relaunch printed a digest"
+restore 4 >"$LOGDIR/r6" 2>&1 || { cat "$LOGDIR/r6"; fail "ft-restore after the flip failed"; }
+grep -q "restored version 4 (step 8): 0 lost node(s), 1 corrupt chunk(s)" "$LOGDIR/r6" || { cat "$LOGDIR/r6"; fail "the flipped chunk was not repaired"; }
+train fl3 8 $ARGS || { log_of fl3 | tail; fail "relaunch after the repair failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/fl3" || fail "expected resume from step 8 after the repair"
+expect_digest fl3 "$REF" "a flipped rebuilt chunk refused, then repaired"
 echo "PASS: erasure coding on virtual nodes"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "ftrt.h"
 #include "runtime/config.h"
 
@@ -213,6 +214,34 @@ START_TEST(sizes) {
 }
 END_TEST
 
+/* FT_FAULT: flip: is a corruption only the rebuilt point can make (its
+ * caller flips a byte of the chunk it received); elsewhere it is refused,
+ * and a flip point returns 1 on its pass instead of killing. */
+START_TEST(fault_specs) {
+  ft__fault_t f;
+  ck_assert_int_eq(ft__fault_parse(&f, "flip:rebuilt:2@r1"), 0);
+  ck_assert(f.flip && !f.stop && f.nth == 2 && f.rank == 1);
+  ck_assert_str_eq(f.point, "rebuilt");
+  ck_assert_int_eq(ft__fault_point(&f, "rebuilt", 0, "h"), 0); /* not r0 */
+  ck_assert_int_eq(ft__fault_point(&f, "restore", 1, "h"), 0);
+  ck_assert_int_eq(ft__fault_point(&f, "rebuilt", 1, "h"), 0); /* pass 1 */
+  ck_assert_int_eq(ft__fault_point(&f, "rebuilt", 1, "h"), 1); /* pass 2 */
+  ck_assert_int_eq(ft__fault_point(&f, "rebuilt", 1, "h"), 0);
+  ck_assert_int_eq(ft__fault_parse(&f, "flip:restore"), -1);
+  ck_assert_int_eq(ft__fault_parse(&f, "flip:copy@h2"), -1);
+  ck_assert_int_eq(ft__fault_parse(&f, "rebuilt@h2"), 0);
+  ck_assert(!f.flip && !f.stop);
+  ck_assert_int_eq(ft__fault_parse(&f, "flip:"), -1);
+  ft__config_t cfg;
+  char msg[256];
+  const char *env[] = {"FT_FAULT", "flip:commit", NULL};
+  ck_assert_int_eq(load(&cfg, msg, env), FT_ECONFIG);
+  ck_assert_msg(strstr(msg, "FT_FAULT=flip:commit") &&
+                    strstr(msg, "flip: only with rebuilt"),
+                "message: %s", msg);
+}
+END_TEST
+
 START_TEST(error_names) {
   ck_assert_str_eq(ft_err_name(FT_OK), "FT_OK");
   ck_assert_str_eq(ft_err_name(FT_ETOOMANY), "FT_ETOOMANY");
@@ -236,6 +265,7 @@ int main(void) {
   tcase_add_test(tc, sizes);
   tcase_add_test(tc, domains);
   tcase_add_test(tc, error_names);
+  tcase_add_test(tc, fault_specs);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
