@@ -37,13 +37,13 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
     if (f->nth < 1)
       return -1;
   }
-  /* Only "rebuilt" has a byte to flip (recovery/rebuild.c). */
+  /* Only "rebuilt" and "source" have a byte to flip (recovery/rebuild.c). */
   static const struct {
     const char *name;
     int flips;
   } points[] = {{"startup", 0}, {"copy", 0},    {"crc", 0},     {"encode", 0},
                 {"flush", 0},   {"commit", 0},  {"restore", 0}, {"rebuilt", 1},
-                {NULL, 0}};
+                {"source", 1},  {NULL, 0}};
   for (int i = 0; points[i].name; i++)
     if (strcmp(buf, points[i].name) == 0) {
       if (f->flip && !points[i].flips)

@@ -6,16 +6,19 @@
  *
  * The NTH time (default 1) a process passes POINT it kills itself with
  * SIGKILL, as a crash would (with stop: it stops itself with SIGSTOP, a
- * hang: alive but silent; with flip:, at a point that allows it, the caller
- * flips a byte of what it has just received: corruption, not a crash).  WHO limits it to one process: rN (world rank
+ * hang: alive but silent; with flip:, at a point that allows it, the
+ * caller flips a byte of what it has just received: corruption, not a
+ * crash).  WHO limits it to one process: rN (world rank
  * N) or a hostname.  Points: startup (every process in ft_init, once the
  * configuration is agreed), copy (trainer, in the middle of a snapshot
  * copy), crc (SMP, before the data CRCs), encode (SMP, in the middle of the
  * parity exchange), commit (SMP, after ENCODED, before the commit), restore
- * (ft-restore, in the middle of a rebuild), rebuilt (ft-restore, on the
- * owner of a rebuilt chunk once its last byte is in, before the chunk's CRC
- * is kept; flip: allowed), flush (SMP's flush thread, after its first rank
- * file of a version and before its node manifest).
+ * (ft-restore or ft_init's rebuild, in the middle of a rebuild), rebuilt
+ * (the same, on the owner of a rebuilt chunk once its last byte is in,
+ * before the chunk's CRC is kept; flip: allowed), source (the same, on a
+ * source of a rebuilt chunk before it gives its own; flip: allowed), flush
+ * (SMP's flush thread, after its first rank file of a version and before
+ * its node manifest).  rN is the world rank also in ft_init's rebuild.
  */
 #ifndef FT_BASE_FAULT_H
 #define FT_BASE_FAULT_H

@@ -226,6 +226,7 @@ int main(int argc, char **argv) {
   r.comm = MPI_COMM_WORLD;
   MPI_Comm_rank(r.comm, &r.rank);
   MPI_Comm_size(r.comm, &r.size);
+  r.world_rank = r.rank;
   char msg[512];
   ft__config_t cfg;
   /* Every rank learns of a bad variable on any (the lowest rank's message):

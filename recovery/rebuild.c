@@ -460,23 +460,29 @@ static void midway(ft__restore_t *r) {
                 ft__hold_gate(r->ctl, &r->ctl->smp_gate_step, r->step,
                               1u << FT_HOLD_RESTORE),
                 FT_HOLD_RESTORE, r->step);
-  ft__fault_point(&r->fault, "restore", r->rank, r->host);
+  ft__fault_point(&r->fault, "restore", r->world_rank, r->host);
 }
 
-/* The chunk is whole on its owner: with FT_FAULT=flip:rebuilt, one byte of
- * it is corrupted here, as memory or a link might, to show that nothing
- * after this point takes such bytes for the rebuilt ones. */
-static void rebuilt(ft__restore_t *r, const task_t *t, uint8_t *dst) {
-  if (!ft__fault_point(&r->fault, "rebuilt", r->rank, r->host))
+/* FT_FAULT=flip:POINT: one byte of chunk `role` of stripe t (at buf) is
+ * corrupted here, as memory or a link might, to show that nothing after
+ * this point takes such bytes for good ones.  Points: rebuilt (the owner,
+ * the chunk whole) and source (a source, before it gives its chunk). */
+static void flip_point(ft__restore_t *r, const char *point, const task_t *t,
+                       int role, uint8_t *buf) {
+  if (!ft__fault_point(&r->fault, point, r->world_rank, r->host))
     return;
   size_t at = r->chunk_of_group[t->g] / 2;
-  dst[at] ^= 0x5a;
+  buf[at] ^= 0x5a;
   fprintf(stderr,
-          "ftrt: fault point 'rebuilt' (FT_FAULT) flipped byte %zu of %s "
-          "chunk %d (group %d stripe %d, node %d) on %s, pid %d\n",
-          at, t->role < ft__group_k(r, t->g) ? "data" : "parity", t->role,
-          t->g, t->s, t->node, r->host, (int)getpid());
+          "ftrt: fault point '%s' (FT_FAULT) flipped byte %zu of %s chunk %d "
+          "(group %d stripe %d) on %s, pid %d\n",
+          point, at, role < ft__group_k(r, t->g) ? "data" : "parity", role,
+          t->g, t->s, r->host, (int)getpid());
   fflush(stderr);
+}
+
+static void rebuilt(ft__restore_t *r, const task_t *t, uint8_t *dst) {
+  flip_point(r, "rebuilt", t, t->role, dst);
 }
 
 /* Bytes of piece q of a chunk of `chunk` bytes cut in pieces of `piece`. */
@@ -515,7 +521,7 @@ static int wait_piece(ft__restore_t *r, MPI_Request *req, size_t len) {
  * the owner, sums into dst.  Piece q+1 is received while q is summed. */
 static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
                       int h, ft__codec_t *codec, uint8_t *bufs, uint8_t *dst,
-                      uint64_t *crc) {
+                      uint64_t *crc, int *src_bad) {
   int k = ft__group_k(r, t->g), i = ch->hop[h], last = h + 1 == k;
   int prev = h > 0 ? t->src_rank[ch->hop[h - 1]] : -1;
   int next = h + 1 < k ? t->src_rank[ch->hop[h + 1]]
@@ -530,7 +536,9 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
 #define LEN(q) piece_len(chunk, piece, q)
 #define AT(q) (next < 0 ? dst + (q) * piece : bufs + ((q) % CHAIN_BUFS) * piece)
   int rc = FT_OK;
+  flip_point(r, "source", t, t->src_role[i], (uint8_t *)mine);
   uint64_t sum = 0; /* the last link's CRC of the chunk, piece by piece */
+  uint64_t src = 0; /* this source's, checked against its seal at the end */
   if (prev >= 0 && np > 0)
     MPI_Irecv(AT(0), (int)LEN(0), MPI_BYTE, prev, TAG_PIECE, r->comm, &rreq[0]);
   for (size_t q = 0; q < np && rc == FT_OK; q++) {
@@ -549,6 +557,8 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
     if (rc == FT_OK)
       rc = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne, ch->row,
                                    i, mine + q * piece, acc);
+    if (rc == FT_OK)
+      src = ft__crc64(src, mine + q * piece, LEN(q));
     if (rc == FT_OK && last)
       sum = ft__crc64(sum, acc, LEN(q));
     if (rc == FT_OK && next >= 0)
@@ -567,6 +577,11 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
     *crc = sum;
     rebuilt(r, t, dst);
   }
+  /* The bytes this source gave are the ones sealed (the survey checked
+   * them, memory may have changed since): else the chunk just made is of
+   * other bytes.  Said after the chain ran, so that no link waits. */
+  *src_bad = rc == FT_OK &&
+             src != r->slot[r->my_slot].hdr->crc[t->src_role[i]];
 #undef LEN
 #undef AT
   return rc;
@@ -612,9 +627,10 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
   return rc;
 }
 
-/* On the owner, *crc: the CRC the chunk was made with. */
+/* On the owner, *crc: the CRC the chunk was made with; on a source,
+ * *src_bad: its chunk no longer matches its CRC. */
 static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs,
-                    ft__codec_t *const *codec, uint64_t *crc) {
+                    ft__codec_t *const *codec, uint64_t *crc, int *src_bad) {
   sources(r, t);
   chain_t ch;
   plan_chain(r, t, &ch);
@@ -624,7 +640,7 @@ static int run_task(ft__restore_t *r, task_t *t, uint8_t *bufs,
   for (int h = 0; h < ft__group_k(r, t->g); h++)
     if (t->src_rank[ch.hop[h]] == r->rank)
       return chain_link(r, t, &ch, h, codec[ft__group_k(r, t->g)], bufs, dst,
-                        crc);
+                        crc, src_bad);
   return t->owner == r->rank ? chain_end(r, t, &ch, dst, crc) : FT_OK;
 }
 
@@ -682,7 +698,7 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
   uint8_t *bufs = NULL;
   ft__codec_t *codec[FT_RESTORE_MAX_GROUP] = {0};
   int rc = ft__ragree(r, alloc_decode(r, &bufs, codec));
-  int done = 0, total = count_tasks(r);
+  int done = 0, total = count_tasks(r), late = FT_OK;
   for (int g = 0; g < r->ngroups && rc == FT_OK; g++)
     for (int s = 0; s < r->gsize[g] && rc == FT_OK; s++)
       for (int role = 0; role < r->gsize[g] && rc == FT_OK; role++) {
@@ -693,7 +709,16 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
                     .owner = owner_of(r, node, helper_of)};
         progress(r, &t, node, ++done, total);
         uint64_t crc = 0;
-        rc = run_task(r, &t, bufs, codec, &crc);
+        int src_bad = 0;
+        rc = run_task(r, &t, bufs, codec, &crc, &src_bad);
+        if (src_bad && late == FT_OK) /* every task still runs: none waits */
+          late = ft__rsay(r, FT_ECORRUPT,
+                          "%s: a chunk of its copy of version %llu (group %d "
+                          "stripe %d) no longer matches its CRC, checked by the "
+                          "survey: the rebuild from it is refused and nothing "
+                          "is sealed; run ft-restore again (it finds the "
+                          "chunk corrupt)",
+                          r->host, (unsigned long long)r->version, g, s);
         if (rc == FT_OK && t.owner == r->rank) {
           made_t *m = &made[r->adopt[node] ? node : r->nnodes];
           m->crc[role] = crc;
@@ -704,7 +729,7 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
   for (int k = 0; k < FT_RESTORE_MAX_GROUP; k++)
     ft__codec_destroy(codec[k]);
   ft__free(bufs);
-  return rc;
+  return rc ? rc : late;
 }
 
 /* ---- finishing ---- */

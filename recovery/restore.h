@@ -78,6 +78,8 @@ typedef struct ft__restore {
   size_t piece_bytes;           /* unit of the rebuild's transfers */
   ft__restore_opts_t opts;
   ft__fault_t fault;
+  int world_rank; /* the rank FT_FAULT's @rN names: in ft_init's rebuild
+                     the SMP's world rank, not its rank in comm */
   ft__ctl_t *ctl; /* only while FT_HOLD names phase=restore (hold.h) */
   ft__dir_t dir; /* this node's store (store.h): fd -1 until found or
                  * made (a spare has none at first) */

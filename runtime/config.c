@@ -209,7 +209,7 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
       return ft__msgf(FT_ECONFIG, msg, msglen,
                       "FT_FAULT=%s: expected [stop:|flip:]POINT[:NTH][@rN|@HOST] "
                       "with POINT startup|copy|crc|encode|flush|commit|restore|"
-                      "rebuilt (flip: only with rebuilt)",
+                      "rebuilt|source (flip: only with rebuilt or source)",
                       v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }

@@ -37,6 +37,7 @@ int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
   r->comm = a->comm;
   MPI_Comm_rank(r->comm, &r->rank);
   MPI_Comm_size(r->comm, &r->size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &r->world_rank);
   snprintf(r->host, sizeof(r->host), "%s", a->host);
   snprintf(r->job, sizeof(r->job), "%s", a->cfg->job);
   snprintf(r->store_root, sizeof(r->store_root), "%s", a->cfg->store_root);

@@ -41,6 +41,11 @@ train lose 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
 rm -rf "$FT_STORE_ROOT/vnode2/$FT_JOB"
 restore 4 >"$LOGDIR/r1" 2>&1 || { cat "$LOGDIR/r1"; fail "ft-restore failed"; }
 grep -q "restored version 4 (step 8): 1 lost node(s), 0 corrupt chunk(s)" "$LOGDIR/r1" || { cat "$LOGDIR/r1"; fail "restore summary"; }
+# Every chunk rebuilt, parity too, carries the CRC of its bytes (made by the
+# chain, not read back): a second survey finds nothing to do.
+restore 4 >"$LOGDIR/r1b" 2>&1 || { cat "$LOGDIR/r1b"; fail "ft-restore after the rebuild failed"; }
+grep -q "every node holds version 4 (step 8) whole: nothing to do" "$LOGDIR/r1b" ||
+  { cat "$LOGDIR/r1b"; fail "a rebuilt chunk fails its CRC"; }
 train lose2 8 $ARGS || { log_of lose2 | tail; fail "relaunch failed"; }
 grep -q '^resumed from step 8$' "$LOGDIR/lose2" || fail "relaunch did not resume from step 8"
 expect_digest lose2 "$REF" "node 2 lost and rebuilt"
@@ -100,4 +105,26 @@ grep -q "restored version 4 (step 8): 0 lost node(s), 1 corrupt chunk(s)" "$LOGD
 train fl3 8 $ARGS || { log_of fl3 | tail; fail "relaunch after the repair failed"; }
 grep -q '^resumed from step 8$' "$LOGDIR/fl3" || fail "expected resume from step 8 after the repair"
 expect_digest fl3 "$REF" "a flipped rebuilt chunk refused, then repaired"
+
+# 9. A byte of a source's chunk flipped after the survey checked it, before
+#    the chain reads it (FT_FAULT=flip:source, 6 nodes 4+2): the rebuilt
+#    chunk would be made of other bytes under a CRC of its own; the source
+#    finds its chunk no longer matches its seal, and ft-restore refuses
+#    (exit 1) sealing nothing.  Run again, it finds the chunk corrupt and
+#    rebuilds both (2 erasures, m=2): the fault-free 6-node digest.
+REF6=$(digest_of v6)
+export FT_JOB=flip-source FT_EC_K=4 FT_EC_M=2
+train fs 12 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
+rm -rf "$FT_STORE_ROOT/vnode3/$FT_JOB"
+FT_FAULT=flip:source@r0 restore 6 >"$LOGDIR/r7" 2>&1; rc=$?
+[ $rc -eq 1 ] || { cat "$LOGDIR/r7"; fail "ft-restore with a source flipped: exit $rc, expected 1"; }
+grep -q "^ftrt: fault point 'source' (FT_FAULT) flipped byte" "$LOGDIR/r7" || { cat "$LOGDIR/r7"; fail "no source flipped"; }
+grep -q "a chunk of its copy of version 4 (group 0 stripe [0-9]*) no longer matches its CRC, checked by the survey: the rebuild from it is refused and nothing is sealed" "$LOGDIR/r7" ||
+  { cat "$LOGDIR/r7"; fail "the flipped source was not named"; }
+restore 6 >"$LOGDIR/r8" 2>&1 || { cat "$LOGDIR/r8"; fail "ft-restore after the refusal failed"; }
+grep -q "restored version 4 (step 8): 1 lost node(s), 1 corrupt chunk(s)" "$LOGDIR/r8" || { cat "$LOGDIR/r8"; fail "expected the lost node and the flipped chunk rebuilt"; }
+train fs2 12 $ARGS || { log_of fs2 | tail; fail "relaunch after the repair failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/fs2" || fail "expected resume from step 8"
+expect_digest fs2 "$REF6" "a flipped source refused, then rebuilt with the lost node"
+unset FT_EC_K FT_EC_M
 echo "PASS: erasure coding on virtual nodes"

@@ -237,7 +237,7 @@ START_TEST(fault_specs) {
   const char *env[] = {"FT_FAULT", "flip:commit", NULL};
   ck_assert_int_eq(load(&cfg, msg, env), FT_ECONFIG);
   ck_assert_msg(strstr(msg, "FT_FAULT=flip:commit") &&
-                    strstr(msg, "flip: only with rebuilt"),
+                    strstr(msg, "flip: only with rebuilt or source"),
                 "message: %s", msg);
 }
 END_TEST
