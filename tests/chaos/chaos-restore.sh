@@ -20,6 +20,11 @@
 #         many losses), but before ft-restore runs on its own ft-launch finds
 #         h1 answering, keeps it, rebuilds h2 on s1, and the job resumes from
 #         step 8 with the fault-free digest (exit 3 before).
+#      d. only mpirun's daemon on h1 dies, under --restore-job: h1 is taken
+#         as lost on mpirun's word, then answers before ft-restore runs, and
+#         every host is kept: ft-launch says so (before: "no host was lost
+#         (a process failed)"), ft-restore finds nothing to rebuild, and the
+#         job resumes from step 8 with the fault-free digest.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -139,4 +144,23 @@ expect_no_line dl '^ft-restore: group 0 lost 2 chunks' "h1 kept before ft-restor
 expect_resumed dl 8 8 "h1 kept, h2 rebuilt on s1"
 expect_digest dl "h1 kept, h2 rebuilt on s1"
 ok "h1's daemon lost but h1 alive: kept; h2 rebuilt on s1, resumed from step 8, digest matches"
+
+begin "11d. only mpirun's daemon on h1 killed, --restore-job: every host kept"
+up crestore 4 --spares 2
+export FT_JOB=daemon-only
+launch_held dd "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --restore-job
+# Held until mpirun ends the job (it lost h1's daemon): the job cannot go
+# past step 8 meanwhile, however fast the machine.
+chaos dd kill-daemon h1 --keep-held
+finish
+expect_rc dd 0 "ft-launch --restarts 1 --restore-job after h1's daemon was killed"
+expect_line dd '^ft-launch: lost host\(s\): *h1 *; replacing them with spare\(s\) s1$' "h1 taken as lost first"
+expect_line dd '^ft-launch: \[\+[0-9.]+s\] mpirun lost its daemon on h1, but 1 host\(s\) answer a ping from the head now: putting them back in the job$' "h1 answers"
+expect_line dd '^ft-launch: every host taken as lost answers: relaunching on the same hosts$' "every host kept"
+expect_no_line dd 'no host was lost \(a process failed\)' "every host kept"
+expect_line dd '^ft-restore: every node holds version [0-9]+ \(step 8\) whole: nothing to do$' "nothing rebuilt"
+expect_line dd '^ft-launch: \[\+[0-9.]+s\] done: success after 1 restart\(s\): relaunched on the same hosts \(h1 put back\)$' "the last line"
+expect_resumed dd 8 8 "every host kept"
+expect_digest dd "every host kept"
+ok "only h1's daemon lost: h1 put back, every host kept, nothing rebuilt, resumed from step 8, digest matches"
 echo "PASS: chaos on 4 hosts, recovery by hand and refusal"
