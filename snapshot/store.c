@@ -399,16 +399,19 @@ void ft__slot_set_step(ft__slot_t *s, uint64_t step) {
   reseal(s, intact);
 }
 
-void ft__slot_set_data_crcs(ft__slot_t *s, const uint64_t *crc) {
+/* The first n CRCs of the header, from crc[]. */
+static void set_crcs(ft__slot_t *s, const uint64_t *crc, uint32_t n) {
   int intact = ft__slot_intact(s);
-  memcpy(s->hdr->crc, crc, (size_t)s->hdr->k * sizeof(uint64_t));
+  memcpy(s->hdr->crc, crc, (size_t)n * sizeof(uint64_t));
   reseal(s, intact);
 }
 
+void ft__slot_set_data_crcs(ft__slot_t *s, const uint64_t *crc) {
+  set_crcs(s, crc, s->hdr->k);
+}
+
 void ft__slot_set_crcs(ft__slot_t *s, const uint64_t *crc) {
-  int intact = ft__slot_intact(s);
-  memcpy(s->hdr->crc, crc, (size_t)(s->hdr->k + s->hdr->m) * sizeof(uint64_t));
-  reseal(s, intact);
+  set_crcs(s, crc, s->hdr->k + s->hdr->m);
 }
 
 /* ---- chunks and CRCs ---- */
