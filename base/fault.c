@@ -20,6 +20,9 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
   } else if (strncmp(spec, "flip:", 5) == 0) { /* a byte corrupted */
     f->flip = 1;
     spec += 5;
+  } else if (strncmp(spec, "fail:", 5) == 0) { /* an error, not a crash */
+    f->fail = 1;
+    spec += 5;
   }
   snprintf(buf, sizeof(buf), "%s", spec);
   char *who = strchr(buf, '@');
@@ -37,16 +40,20 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
     if (f->nth < 1)
       return -1;
   }
-  /* Only "rebuilt" and "source" have a byte to flip (recovery/rebuild.c). */
+  /* Only "rebuilt" and "source" have a byte to flip, only "link" an error
+   * to return instead (recovery/rebuild.c); "link" only fails. */
+  enum { KILLS = 1, FLIPS = 2, FAILS = 4 };
   static const struct {
     const char *name;
-    int flips;
-  } points[] = {{"startup", 0}, {"copy", 0},    {"crc", 0},     {"encode", 0},
-                {"flush", 0},   {"commit", 0},  {"restore", 0}, {"rebuilt", 1},
-                {"source", 1},  {NULL, 0}};
+    int modes;
+  } points[] = {{"startup", KILLS}, {"copy", KILLS},    {"crc", KILLS},
+                {"encode", KILLS},  {"flush", KILLS},   {"commit", KILLS},
+                {"restore", KILLS}, {"rebuilt", KILLS | FLIPS},
+                {"source", KILLS | FLIPS}, {"link", FAILS}, {NULL, 0}};
+  int mode = f->flip ? FLIPS : f->fail ? FAILS : KILLS;
   for (int i = 0; points[i].name; i++)
     if (strcmp(buf, points[i].name) == 0) {
-      if (f->flip && !points[i].flips)
+      if (!(points[i].modes & mode))
         return -1;
       snprintf(f->point, sizeof(f->point), "%s", buf);
       return 0;
@@ -63,8 +70,8 @@ int ft__fault_point(ft__fault_t *f, const char *point, int rank,
     return 0;
   if (++f->passes != f->nth)
     return 0;
-  if (f->flip)
-    return 1; /* the caller says what it flipped */
+  if (f->flip || f->fail)
+    return 1; /* the caller says what it flipped, or fails */
   fprintf(stderr, "ftrt: fault point '%s' (FT_FAULT) %s pid %d\n", point,
           f->stop ? "stops" : "kills", (int)getpid());
   fflush(stderr);

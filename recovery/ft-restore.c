@@ -42,7 +42,7 @@ static void usage(FILE *f) {
       "                      m nodes and compare with the real bytes\n"
       "  --quiet             no progress lines\n"
       "Environment: FT_STORE_ROOT, FT_JOB, FT_PIECE_SIZE,\n"
-      "FT_FAULT=[stop:|flip:]restore|rebuilt|source (tests),\n"
+      "FT_FAULT=[stop:|flip:]restore|rebuilt|source, fail:link (tests),\n"
       "FT_PERSIST_DIR (more losses than the code rebuilds: when it holds a\n"
       "version of the job, every node's store is marked and the relaunch\n"
       "resumes from disk; exit 0 and the step it resumes from),\n"

@@ -485,6 +485,18 @@ static void rebuilt(ft__restore_t *r, const task_t *t, uint8_t *dst) {
   flip_point(r, "rebuilt", t, t->role, dst);
 }
 
+/* FT_FAULT=fail:link: a link that sends its sum on fails halfway through
+ * its chunk, as a decode that failed would; the chain must still end on
+ * every rank. */
+static int link_fault(ft__restore_t *r, const task_t *t) {
+  if (!ft__fault_point(&r->fault, "link", r->world_rank, r->host))
+    return FT_OK;
+  return ft__rsay(r, FT_EIO,
+                  "%s: fault point 'link' (FT_FAULT) failed its link of the "
+                  "rebuild of group %d stripe %d, pid %d",
+                  r->host, t->g, t->s, (int)getpid());
+}
+
 /* Bytes of piece q of a chunk of `chunk` bytes cut in pieces of `piece`. */
 static size_t piece_len(size_t chunk, size_t piece, size_t q) {
   return chunk - q * piece < piece ? chunk - q * piece : piece;
@@ -508,17 +520,38 @@ static int got_all(ft__restore_t *r, const MPI_Status *st, size_t len) {
                   r->host, st->MPI_SOURCE, n, len);
 }
 
-static int wait_piece(ft__restore_t *r, MPI_Request *req, size_t len) {
-  MPI_Status st;
-  if (MPI_Wait(req, &st) != MPI_SUCCESS)
+/* A status passed along a chain after a chunk's pieces: the first failure
+ * of a link at or before the sender (FT_OK: none), and the last link's CRC
+ * of the chunk.  Every link sends one on and every link but the first
+ * takes one, so that a link that failed still ends the chain: it goes on
+ * passing pieces (their bytes no longer matter) and says so at the end,
+ * and no link after it waits for a piece that never comes. */
+static int pass_status(ft__restore_t *r, int prev, int next, int bad,
+                       uint64_t send_sum, uint64_t *got_sum) {
+  uint64_t end[2] = {0, 0};
+  if (prev >= 0 && MPI_Recv(end, 2, MPI_UINT64_T, prev, TAG_CRC, r->comm,
+                            MPI_STATUS_IGNORE) != MPI_SUCCESS)
     return FT_EMPI;
-  return got_all(r, &st, len);
+  if (got_sum)
+    *got_sum = end[1];
+  if (prev >= 0 && bad == FT_OK && (int64_t)end[0] != FT_OK) {
+    r->msg[0] = '\0'; /* the link that failed says why */
+    bad = (int)(int64_t)end[0];
+  }
+  uint64_t out[2] = {(uint64_t)(int64_t)bad, send_sum};
+  /* eager: never leaves this rank waiting */
+  if (next >= 0 &&
+      MPI_Send(out, 2, MPI_UINT64_T, next, TAG_CRC, r->comm) != MPI_SUCCESS)
+    return FT_EMPI;
+  return bad;
 }
 
 /* Link h of the chain (this rank holds source ch->hop[h]): receive the sum
  * of piece q from link h-1 (none at the first: zeros), add this source's
  * term, send it on (to link h+1, or to the owner); the last link, when it is
- * the owner, sums into dst.  Piece q+1 is received while q is summed. */
+ * the owner, sums into dst.  Piece q+1 is received while q is summed.  Only
+ * a failure of MPI itself stops a link early; after any other (bad), it
+ * passes pieces on untouched and its status says it failed. */
 static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
                       int h, ft__codec_t *codec, uint8_t *bufs, uint8_t *dst,
                       uint64_t *crc, int *src_bad) {
@@ -535,7 +568,7 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
     rreq[b] = sreq[b] = MPI_REQUEST_NULL;
 #define LEN(q) piece_len(chunk, piece, q)
 #define AT(q) (next < 0 ? dst + (q) * piece : bufs + ((q) % CHAIN_BUFS) * piece)
-  int rc = FT_OK;
+  int rc = FT_OK, bad = FT_OK;
   flip_point(r, "source", t, t->src_role[i], (uint8_t *)mine);
   uint64_t sum = 0; /* the last link's CRC of the chunk, piece by piece */
   uint64_t src = 0; /* this source's, checked against its seal at the end */
@@ -550,29 +583,36 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
                 &rreq[nb]);
     }
     uint8_t *acc = AT(q);
-    if (prev >= 0)
-      rc = wait_piece(r, &rreq[b], LEN(q));
-    else if ((rc = wait1(&sreq[b])) == FT_OK)
+    if (prev >= 0) {
+      MPI_Status st;
+      if (MPI_Wait(&rreq[b], &st) != MPI_SUCCESS) {
+        rc = FT_EMPI;
+        break;
+      }
+      if (bad == FT_OK)
+        bad = got_all(r, &st, LEN(q));
+    } else if ((rc = wait1(&sreq[b])) == FT_OK) {
       memset(acc, 0, LEN(q));
-    if (rc == FT_OK)
-      rc = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne, ch->row,
-                                   i, mine + q * piece, acc);
-    if (rc == FT_OK)
+    }
+    if (rc == FT_OK && bad == FT_OK && next >= 0 && q == np / 2)
+      bad = link_fault(r, t);
+    if (rc == FT_OK && bad == FT_OK)
+      bad = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne, ch->row,
+                                    i, mine + q * piece, acc);
+    if (rc == FT_OK && bad == FT_OK)
       src = ft__crc64(src, mine + q * piece, LEN(q));
-    if (rc == FT_OK && last)
+    if (rc == FT_OK && bad == FT_OK && last)
       sum = ft__crc64(sum, acc, LEN(q));
     if (rc == FT_OK && next >= 0)
       MPI_Isend(acc, (int)LEN(q), MPI_BYTE, next, TAG_PIECE, r->comm, &sreq[b]);
-    if (next < 0 && q == np / 2)
+    if (rc == FT_OK && next < 0 && q == np / 2)
       midway(r);
   }
   if (MPI_Waitall(CHAIN_BUFS, sreq, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
       rc == FT_OK)
     rc = FT_EMPI;
-  if (last && next >= 0) { /* eager: never leaves this rank waiting */
-    uint64_t end[2] = {(uint64_t)(int64_t)rc, sum};
-    MPI_Send(end, 2, MPI_UINT64_T, next, TAG_CRC, r->comm);
-  }
+  if (rc == FT_OK)
+    rc = pass_status(r, prev, next, bad, sum, NULL);
   if (rc == FT_OK && next < 0) {
     *crc = sum;
     rebuilt(r, t, dst);
@@ -588,7 +628,9 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
 }
 
 /* The owner that holds no source: the chain's sum, straight into dst,
- * RECV_BATCH pieces at a time. */
+ * RECV_BATCH pieces at a time; every piece and the last link's status are
+ * taken even after a short piece, so that nothing is left for the next
+ * task to take for its own. */
 static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
                      uint8_t *dst, uint64_t *crc) {
   int last = t->src_rank[ch->hop[ft__group_k(r, t->g) - 1]];
@@ -596,7 +638,7 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
   size_t np = (chunk + piece - 1) / piece;
   MPI_Request req[RECV_BATCH];
   MPI_Status st[RECV_BATCH];
-  int rc = FT_OK, held = 0;
+  int rc = FT_OK, bad = FT_OK, held = 0;
   for (size_t first = 0; first < np && rc == FT_OK; first += RECV_BATCH) {
     int nb = 0;
     for (size_t q = first; q < np && nb < RECV_BATCH; q++, nb++) {
@@ -605,23 +647,18 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
     }
     if (MPI_Waitall(nb, req, st) != MPI_SUCCESS)
       rc = FT_EMPI;
-    for (int i = 0; rc == FT_OK && i < nb; i++)
-      rc = got_all(r, &st[i], piece_len(chunk, piece, first + (size_t)i));
+    for (int i = 0; rc == FT_OK && bad == FT_OK && i < nb; i++)
+      bad = got_all(r, &st[i], piece_len(chunk, piece, first + (size_t)i));
     if (rc == FT_OK && !held && first + (size_t)nb > np / 2) {
       midway(r); /* once half of the chunk is in */
       held = 1;
     }
   }
-  uint64_t end[2] = {0, 0}; /* the last link's status, the chunk's CRC */
-  if (rc == FT_OK && MPI_Recv(end, 2, MPI_UINT64_T, last, TAG_CRC, r->comm,
-                              MPI_STATUS_IGNORE) != MPI_SUCCESS)
-    rc = FT_EMPI;
-  if (rc == FT_OK && (int64_t)end[0] != FT_OK) {
-    r->msg[0] = '\0'; /* the link says why */
-    rc = (int)(int64_t)end[0];
-  }
+  uint64_t sum = 0; /* the last link's CRC of the chunk */
+  if (rc == FT_OK)
+    rc = pass_status(r, last, -1, bad, 0, &sum);
   if (rc == FT_OK) {
-    *crc = end[1];
+    *crc = sum;
     rebuilt(r, t, dst);
   }
   return rc;
@@ -710,8 +747,15 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
         progress(r, &t, node, ++done, total);
         uint64_t crc = 0;
         int src_bad = 0;
-        rc = run_task(r, &t, bufs, codec, &crc, &src_bad);
-        if (src_bad && late == FT_OK) /* every task still runs: none waits */
+        int trc = run_task(r, &t, bufs, codec, &crc, &src_bad);
+        /* Every task still runs after a failure of this rank's part in one
+         * (its chain ended, the others wait for this rank in theirs); only
+         * MPI failing stops. */
+        if (trc == FT_EMPI)
+          rc = trc;
+        else if (trc != FT_OK && late == FT_OK)
+          late = trc;
+        if (src_bad && late == FT_OK)
           late = ft__rsay(r, FT_ECORRUPT,
                           "%s: a chunk of its copy of version %llu (group %d "
                           "stripe %d) no longer matches its CRC, checked by the "
@@ -719,7 +763,7 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
                           "is sealed; run ft-restore again (it finds the "
                           "chunk corrupt)",
                           r->host, (unsigned long long)r->version, g, s);
-        if (rc == FT_OK && t.owner == r->rank) {
+        if (trc == FT_OK && t.owner == r->rank) {
           made_t *m = &made[r->adopt[node] ? node : r->nnodes];
           m->crc[role] = crc;
           m->got[role] = 1;

@@ -207,9 +207,10 @@ static int load_names(ft__config_t *cfg, ft__getenv_fn get, void *arg,
     ft__fault_t f;
     if (strlen(v) >= sizeof(cfg->fault) || ft__fault_parse(&f, v) != 0)
       return ft__msgf(FT_ECONFIG, msg, msglen,
-                      "FT_FAULT=%s: expected [stop:|flip:]POINT[:NTH][@rN|@HOST] "
-                      "with POINT startup|copy|crc|encode|flush|commit|restore|"
-                      "rebuilt|source (flip: only with rebuilt or source)",
+                      "FT_FAULT=%s: expected [stop:|flip:|fail:]POINT[:NTH]"
+                      "[@rN|@HOST] with POINT startup|copy|crc|encode|flush|"
+                      "commit|restore|rebuilt|source|link (flip: only with "
+                      "rebuilt or source; link only with fail:)",
                       v);
     snprintf(cfg->fault, sizeof(cfg->fault), "%s", v);
   }

@@ -127,4 +127,25 @@ train fs2 12 $ARGS || { log_of fs2 | tail; fail "relaunch after the repair faile
 grep -q '^resumed from step 8$' "$LOGDIR/fs2" || fail "expected resume from step 8"
 expect_digest fs2 "$REF6" "a flipped source refused, then rebuilt with the lost node"
 unset FT_EC_K FT_EC_M
+
+# 10. A link of a chain fails halfway through its chunk (FT_FAULT=fail:link:
+#     every link that sends its sum on to another, as a decode that failed
+#     would).  The links after it, and the tasks after it, must not wait for
+#     pieces that never come: ft-restore ends, exit 1, naming the failure,
+#     and seals nothing; the next ft-restore rebuilds the lost node and the
+#     relaunch has the fault-free digest.  (Before: the failed link left the
+#     chain, the next link waited for its piece forever.)
+export FT_JOB=fail-link
+train lk 8 --steps 8 --snapshot-every 2 --state-mb 2 || fail "run failed"
+rm -rf "$FT_STORE_ROOT/vnode2/$FT_JOB"
+FT_FAULT=fail:link restore 4 >"$LOGDIR/r9" 2>&1; rc=$?
+[ $rc -eq 1 ] || { cat "$LOGDIR/r9"; fail "ft-restore with a failed link: exit $rc, expected 1 (124: it hung)"; }
+grep -q "fault point 'link' (FT_FAULT) failed its link of the rebuild of group 0 stripe" "$LOGDIR/r9" ||
+  { cat "$LOGDIR/r9"; fail "the failed link was not named"; }
+if grep -q "restored version" "$LOGDIR/r9"; then cat "$LOGDIR/r9"; fail "ft-restore said it restored with a failed link"; fi
+restore 4 >"$LOGDIR/r10" 2>&1 || { cat "$LOGDIR/r10"; fail "ft-restore after the failed link failed"; }
+grep -q "restored version 4 (step 8): 1 lost node(s), 0 corrupt chunk(s)" "$LOGDIR/r10" || { cat "$LOGDIR/r10"; fail "expected the lost node rebuilt"; }
+train lk2 8 $ARGS || { log_of lk2 | tail; fail "relaunch after the failed link failed"; }
+grep -q '^resumed from step 8$' "$LOGDIR/lk2" || fail "expected resume from step 8"
+expect_digest lk2 "$REF" "a failed link, then rebuilt"
 echo "PASS: erasure coding on virtual nodes"

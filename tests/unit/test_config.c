@@ -214,8 +214,8 @@ START_TEST(sizes) {
 }
 END_TEST
 
-/* FT_FAULT: flip: is a corruption only the rebuilt point can make (its
- * caller flips a byte of the chunk it received); elsewhere it is refused,
+/* FT_FAULT: flip: is a corruption only the rebuilt and source points can
+ * make (their caller flips a byte of the chunk); elsewhere it is refused,
  * and a flip point returns 1 on its pass instead of killing. */
 START_TEST(fault_specs) {
   ft__fault_t f;
@@ -232,6 +232,16 @@ START_TEST(fault_specs) {
   ck_assert_int_eq(ft__fault_parse(&f, "rebuilt@h2"), 0);
   ck_assert(!f.flip && !f.stop);
   ck_assert_int_eq(ft__fault_parse(&f, "flip:"), -1);
+  /* fail: only at link, and link only with fail: (it has nothing to kill
+   * that restore does not); its pass returns 1, the caller fails. */
+  ck_assert_int_eq(ft__fault_parse(&f, "fail:link@h3"), 0);
+  ck_assert(f.fail && !f.flip && !f.stop && f.nth == 1);
+  ck_assert_int_eq(ft__fault_point(&f, "link", 5, "h2"), 0);
+  ck_assert_int_eq(ft__fault_point(&f, "link", 5, "h3"), 1);
+  ck_assert_int_eq(ft__fault_parse(&f, "fail:restore"), -1);
+  ck_assert_int_eq(ft__fault_parse(&f, "link"), -1);
+  ck_assert_int_eq(ft__fault_parse(&f, "flip:link"), -1);
+  ck_assert_int_eq(ft__fault_parse(&f, "stop:link"), -1);
   ft__config_t cfg;
   char msg[256];
   const char *env[] = {"FT_FAULT", "flip:commit", NULL};
