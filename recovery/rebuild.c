@@ -403,6 +403,7 @@ static ft__slot_t *target(ft__restore_t *r, int node) {
 typedef struct task {
   int g, s, role, node, owner; /* owner: rank that decodes */
   int src_role[FT_MAX_CHUNKS], src_rank[FT_MAX_CHUNKS];
+  int failed; /* this rank failed in an earlier task: its message stands */
 } task_t;
 
 static void sources(const ft__restore_t *r, task_t *t) {
@@ -492,9 +493,15 @@ static int link_fault(ft__restore_t *r, const task_t *t) {
   if (!ft__fault_point(&r->fault, "link", r->world_rank, r->host))
     return FT_OK;
   return ft__rsay(r, FT_EIO,
-                  "%s: fault point 'link' (FT_FAULT) failed its link of the "
-                  "rebuild of group %d stripe %d, pid %d",
-                  r->host, t->g, t->s, (int)getpid());
+                  "%s (rank %d): fault point 'link' (FT_FAULT) failed its "
+                  "link of the rebuild of group %d stripe %d (%s chunk %d), "
+                  "pid %d",
+                  r->host, r->rank, t->g, t->s,
+                  t->role < ft__group_k(r, t->g) ? "data" : "parity",
+                  t->role < ft__group_k(r, t->g)
+                      ? t->role
+                      : t->role - ft__group_k(r, t->g),
+                  (int)getpid());
 }
 
 /* Bytes of piece q of a chunk of `chunk` bytes cut in pieces of `piece`. */
@@ -526,8 +533,8 @@ static int got_all(ft__restore_t *r, const MPI_Status *st, size_t len) {
  * takes one, so that a link that failed still ends the chain: it goes on
  * passing pieces (their bytes no longer matter) and says so at the end,
  * and no link after it waits for a piece that never comes. */
-static int pass_status(ft__restore_t *r, int prev, int next, int bad,
-                       uint64_t send_sum, uint64_t *got_sum) {
+static int pass_status(ft__restore_t *r, const task_t *t, int prev, int next,
+                       int bad, uint64_t send_sum, uint64_t *got_sum) {
   uint64_t end[2] = {0, 0};
   if (prev >= 0 && MPI_Recv(end, 2, MPI_UINT64_T, prev, TAG_CRC, r->comm,
                             MPI_STATUS_IGNORE) != MPI_SUCCESS)
@@ -535,7 +542,8 @@ static int pass_status(ft__restore_t *r, int prev, int next, int bad,
   if (got_sum)
     *got_sum = end[1];
   if (prev >= 0 && bad == FT_OK && (int64_t)end[0] != FT_OK) {
-    r->msg[0] = '\0'; /* the link that failed says why */
+    if (!t->failed)
+      r->msg[0] = '\0'; /* the link that failed says why */
     bad = (int)(int64_t)end[0];
   }
   uint64_t out[2] = {(uint64_t)(int64_t)bad, send_sum};
@@ -596,9 +604,14 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
     }
     if (rc == FT_OK && bad == FT_OK && next >= 0 && q == np / 2)
       bad = link_fault(r, t);
-    if (rc == FT_OK && bad == FT_OK)
-      bad = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne, ch->row,
-                                    i, mine + q * piece, acc);
+    if (rc == FT_OK && bad == FT_OK &&
+        (bad = ft__codec_decode_update(codec, LEN(q), ch->erased, ch->ne,
+                                       ch->row, i, mine + q * piece, acc)))
+      ft__rsay(r, bad,
+               "%s (rank %d): the decode of %s chunk %d of group %d stripe %d "
+               "failed",
+               r->host, r->rank, t->role < k ? "data" : "parity",
+               t->role < k ? t->role : t->role - k, t->g, t->s);
     if (rc == FT_OK && bad == FT_OK)
       src = ft__crc64(src, mine + q * piece, LEN(q));
     if (rc == FT_OK && bad == FT_OK && last)
@@ -612,7 +625,7 @@ static int chain_link(ft__restore_t *r, const task_t *t, const chain_t *ch,
       rc == FT_OK)
     rc = FT_EMPI;
   if (rc == FT_OK)
-    rc = pass_status(r, prev, next, bad, sum, NULL);
+    rc = pass_status(r, t, prev, next, bad, sum, NULL);
   if (rc == FT_OK && next < 0) {
     *crc = sum;
     rebuilt(r, t, dst);
@@ -656,7 +669,7 @@ static int chain_end(ft__restore_t *r, const task_t *t, const chain_t *ch,
   }
   uint64_t sum = 0; /* the last link's CRC of the chunk */
   if (rc == FT_OK)
-    rc = pass_status(r, last, -1, bad, 0, &sum);
+    rc = pass_status(r, t, last, -1, bad, 0, &sum);
   if (rc == FT_OK) {
     *crc = sum;
     rebuilt(r, t, dst);
@@ -743,14 +756,16 @@ static int rebuild_all(ft__restore_t *r, const int *helper_of, made_t *made) {
         if (!wanted(r, g, node, role))
           continue;
         task_t t = {.g = g, .s = s, .role = role, .node = node,
-                    .owner = owner_of(r, node, helper_of)};
+                    .owner = owner_of(r, node, helper_of),
+                    .failed = late != FT_OK};
         progress(r, &t, node, ++done, total);
         uint64_t crc = 0;
         int src_bad = 0;
         int trc = run_task(r, &t, bufs, codec, &crc, &src_bad);
         /* Every task still runs after a failure of this rank's part in one
          * (its chain ended, the others wait for this rank in theirs); only
-         * MPI failing stops. */
+         * MPI failing stops (in practice never returned: MPI's errors are
+         * fatal, MPI_ERRORS_ARE_FATAL, and mpirun ends the job). */
         if (trc == FT_EMPI)
           rc = trc;
         else if (trc != FT_OK && late == FT_OK)

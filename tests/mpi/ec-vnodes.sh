@@ -130,7 +130,7 @@ unset FT_EC_K FT_EC_M
 
 # 10. A link of a chain fails halfway through its chunk (FT_FAULT=fail:link:
 #     every link that sends its sum on to another, as a decode that failed
-#     would).  The links after it, and the tasks after it, must not wait for
+#     would; then rank 1's only).  The links after it, and the tasks after it, must not wait for
 #     pieces that never come: ft-restore ends, exit 1, naming the failure,
 #     and seals nothing; the next ft-restore rebuilds the lost node and the
 #     relaunch has the fault-free digest.  (Before: the failed link left the
@@ -143,6 +143,11 @@ FT_FAULT=fail:link restore 4 >"$LOGDIR/r9" 2>&1; rc=$?
 grep -q "fault point 'link' (FT_FAULT) failed its link of the rebuild of group 0 stripe" "$LOGDIR/r9" ||
   { cat "$LOGDIR/r9"; fail "the failed link was not named"; }
 if grep -q "restored version" "$LOGDIR/r9"; then cat "$LOGDIR/r9"; fail "ft-restore said it restored with a failed link"; fi
+# One link only (rank 1): the links after it pass its failure on.
+FT_FAULT=fail:link@r1 restore 4 >"$LOGDIR/r9b" 2>&1; rc=$?
+[ $rc -eq 1 ] || { cat "$LOGDIR/r9b"; fail "ft-restore with rank 1's link failed: exit $rc, expected 1 (124: it hung)"; }
+grep -q "(rank 1): fault point 'link' (FT_FAULT) failed its link" "$LOGDIR/r9b" ||
+  { cat "$LOGDIR/r9b"; fail "rank 1's failed link was not named"; }
 restore 4 >"$LOGDIR/r10" 2>&1 || { cat "$LOGDIR/r10"; fail "ft-restore after the failed link failed"; }
 grep -q "restored version 4 (step 8): 1 lost node(s), 0 corrupt chunk(s)" "$LOGDIR/r10" || { cat "$LOGDIR/r10"; fail "expected the lost node rebuilt"; }
 train lk2 8 $ARGS || { log_of lk2 | tail; fail "relaunch after the failed link failed"; }
