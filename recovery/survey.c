@@ -507,6 +507,7 @@ static int check_chunks(ft__restore_t *r) {
   unsigned char mine[FT_MAX_CHUNKS] = {0};
   if (r->my_slot >= 0) {
     const ft__slot_t *s = &r->slot[r->my_slot];
+    ft__slot_prefault_read(s, 0, s->hdr->k + s->hdr->m);
     for (uint32_t c = 0; c < s->hdr->k + s->hdr->m; c++)
       mine[c] = ft__slot_chunk_crc(s, c) != s->hdr->crc[c];
   }

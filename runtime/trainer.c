@@ -24,6 +24,7 @@
 #include "base/agree.h"
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/pages.h"
 #include "runtime/disk.h"
 #include "runtime/reslice.h"
 #include "runtime/topo.h"
@@ -491,6 +492,10 @@ static int copy_in(ft_ctx_t *c, ft__slot_t *s) {
       if (rc)
         return rc;
     } else {
+      /* Often untouched in this process (a relaunch): faulted in at once,
+       * not a page at a time by the copy (the slot's pages were, by the
+       * verify). */
+      ft__prefault(r->ptr, r->bytes, 1);
       memcpy(r->ptr, region + r->offset, r->bytes);
     }
   }

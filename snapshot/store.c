@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/pages.h"
 #include "base/error.h"
 #include "ec/crc.h"
 
@@ -307,12 +308,7 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
 }
 
 void ft__slot_prefault(ft__slot_t *s) {
-#ifdef MADV_POPULATE_WRITE
-  if (s->map)
-    (void)madvise(s->map, s->map_bytes, MADV_POPULATE_WRITE);
-#else
-  (void)s;
-#endif
+  ft__prefault(s->map, s->map_bytes, 1);
 }
 
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
@@ -441,8 +437,21 @@ void ft__slot_seal_parity(ft__slot_t *s) {
   reseal(s, intact);
 }
 
+void ft__slot_prefault_read(const ft__slot_t *s, uint32_t first, uint32_t n) {
+  const ft__slot_hdr_t *h = s->hdr;
+  uint32_t all = h->k + h->m;
+  for (uint32_t c = first; c < first + n && c < all; c++) {
+    uint32_t run = 1; /* chunks next to each other in the slot: one call */
+    while (c + run < first + n && c + run < all && c + run != h->k)
+      run++;
+    ft__prefault(ft__slot_chunk(s, c), (size_t)run * h->chunk_bytes, 0);
+    c += run - 1;
+  }
+}
+
 int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
                     size_t msglen) {
+  ft__slot_prefault_read(s, first, n);
   for (uint32_t c = first; c < first + n && c < s->hdr->k + s->hdr->m; c++) {
     if (ft__slot_chunk_crc(s, c) != s->hdr->crc[c])
       return ft__msgf(FT_ECORRUPT, msg, msglen,

@@ -238,6 +238,11 @@ void ft__slot_set_crcs(ft__slot_t *s, const uint64_t *crc);
 
 /* CRC64 of data chunk i (0..k-1) or parity chunk k+j, as held now. */
 uint64_t ft__slot_chunk_crc(const ft__slot_t *s, uint32_t chunk);
+
+/* Chunks [first, first + n) about to be read for the first time in this
+ * process (a survey, a restore): their pages faulted in in one pass
+ * (base/pages.h).  Changes nothing. */
+void ft__slot_prefault_read(const ft__slot_t *s, uint32_t first, uint32_t n);
 uint8_t *ft__slot_chunk(const ft__slot_t *s, uint32_t chunk);
 /* Compute and store the CRCs of the data chunks (LOCAL needs them). */
 void ft__slot_seal_data(ft__slot_t *s);

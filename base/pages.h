@@ -1,0 +1,22 @@
+/*
+ * Page tables filled in one call before a large first touch.
+ *
+ * On the recovery's path every page of a slot, and of a trainer's buffers,
+ * is touched for the first time in its process: a fault per 4 KiB page,
+ * each costing several microseconds on a virtual machine.  One
+ * madvise(MADV_POPULATE_READ/WRITE) (Linux 5.14) does the same work in a
+ * single pass, 2 to 3 times faster here (48 MiB: CRC and copy into fresh
+ * memory 77-125 ms against 226-299 ms).  It changes no byte: it only does
+ * early what the first read or write would.  Where the kernel lacks it, or
+ * refuses the range, nothing is done and the touches fault as before.
+ */
+#ifndef FT_BASE_PAGES_H
+#define FT_BASE_PAGES_H
+
+#include <stddef.h>
+
+/* Fault in the whole pages of [p, p + len): readable, or (write != 0)
+ * writable, as the first read or write of each would. */
+void ft__prefault(const void *p, size_t len, int write);
+
+#endif
