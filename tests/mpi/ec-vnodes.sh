@@ -7,6 +7,17 @@
 export FT_VIRTUAL_NODE_RANKS=2
 ARGS="--steps 12 --snapshot-every 2 --state-mb 2"
 restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
+# repaired NP LOG SUMMARY RUN REF WHAT: after WHAT was refused, ft-restore on
+# NP nodes rebuilds (its line SUMMARY) and the relaunch RUN resumes from
+# step 8 with digest REF.
+repaired() {
+  local np=$1 log=$2 summary=$3 run=$4 ref=$5 what=$6
+  restore "$np" >"$LOGDIR/$log" 2>&1 || { cat "$LOGDIR/$log"; fail "ft-restore after $what failed"; }
+  grep -qF "$summary" "$LOGDIR/$log" || { cat "$LOGDIR/$log"; fail "$what: expected '$summary'"; }
+  train "$run" $((np * 2)) $ARGS || { log_of "$run" | tail; fail "relaunch after $what failed"; }
+  grep -q '^resumed from step 8$' "$LOGDIR/$run" || fail "$what: expected resume from step 8"
+  expect_digest "$run" "$ref" "$what, then rebuilt"
+}
 slot_md5() { cat "$FT_STORE_ROOT"/vnode*/"$FT_JOB"/slot* | md5sum; }
 
 # 1. 4 nodes, k=3 m=1, and 6 nodes, k=4 m=2: every stripe verifies and every
@@ -121,17 +132,13 @@ FT_FAULT=flip:source@r0 restore 6 >"$LOGDIR/r7" 2>&1; rc=$?
 grep -q "^ftrt: fault point 'source' (FT_FAULT) flipped byte" "$LOGDIR/r7" || { cat "$LOGDIR/r7"; fail "no source flipped"; }
 grep -q "a chunk of its copy of version 4 (group 0 stripe [0-9]*) no longer matches its CRC, checked by the survey: the rebuild from it is refused and nothing is sealed" "$LOGDIR/r7" ||
   { cat "$LOGDIR/r7"; fail "the flipped source was not named"; }
-restore 6 >"$LOGDIR/r8" 2>&1 || { cat "$LOGDIR/r8"; fail "ft-restore after the refusal failed"; }
-grep -q "restored version 4 (step 8): 1 lost node(s), 1 corrupt chunk(s)" "$LOGDIR/r8" || { cat "$LOGDIR/r8"; fail "expected the lost node and the flipped chunk rebuilt"; }
-train fs2 12 $ARGS || { log_of fs2 | tail; fail "relaunch after the repair failed"; }
-grep -q '^resumed from step 8$' "$LOGDIR/fs2" || fail "expected resume from step 8"
-expect_digest fs2 "$REF6" "a flipped source refused, then rebuilt with the lost node"
+repaired 6 r8 "restored version 4 (step 8): 1 lost node(s), 1 corrupt chunk(s)" fs2 "$REF6" "a flipped source refused"
 unset FT_EC_K FT_EC_M
 
 # 10. A link of a chain fails halfway through its chunk (FT_FAULT=fail:link:
 #     every link that sends its sum on to another, as a decode that failed
-#     would; then rank 1's only).  The links after it, and the tasks after it, must not wait for
-#     pieces that never come: ft-restore ends, exit 1, naming the failure,
+#     would; then rank 1's only).  The links after it, and the tasks after
+#     it, must not wait for pieces that never come: ft-restore ends, exit 1, naming the failure,
 #     and seals nothing; the next ft-restore rebuilds the lost node and the
 #     relaunch has the fault-free digest.  (Before: the failed link left the
 #     chain, the next link waited for its piece forever.)
@@ -148,9 +155,5 @@ FT_FAULT=fail:link@r1 restore 4 >"$LOGDIR/r9b" 2>&1; rc=$?
 [ $rc -eq 1 ] || { cat "$LOGDIR/r9b"; fail "ft-restore with rank 1's link failed: exit $rc, expected 1 (124: it hung)"; }
 grep -q "(rank 1): fault point 'link' (FT_FAULT) failed its link" "$LOGDIR/r9b" ||
   { cat "$LOGDIR/r9b"; fail "rank 1's failed link was not named"; }
-restore 4 >"$LOGDIR/r10" 2>&1 || { cat "$LOGDIR/r10"; fail "ft-restore after the failed link failed"; }
-grep -q "restored version 4 (step 8): 1 lost node(s), 0 corrupt chunk(s)" "$LOGDIR/r10" || { cat "$LOGDIR/r10"; fail "expected the lost node rebuilt"; }
-train lk2 8 $ARGS || { log_of lk2 | tail; fail "relaunch after the failed link failed"; }
-grep -q '^resumed from step 8$' "$LOGDIR/lk2" || fail "expected resume from step 8"
-expect_digest lk2 "$REF" "a failed link, then rebuilt"
+repaired 4 r10 "restored version 4 (step 8): 1 lost node(s), 0 corrupt chunk(s)" lk2 "$REF" "a failed link"
 echo "PASS: erasure coding on virtual nodes"
