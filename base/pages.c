@@ -3,11 +3,21 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+/* Linux's values, where the C library does not name them yet (before glibc
+ * 2.35); a kernel that does not know them answers EINVAL. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 void ft__prefault(const void *p, size_t len, int write) {
-#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
   long page = sysconf(_SC_PAGESIZE);
   if (!p || page <= 0 || len < (size_t)page)
     return;
@@ -22,9 +32,18 @@ void ft__prefault(const void *p, size_t len, int write) {
   (void)madvise((void *)a, e - a,
                 write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
   errno = saved; /* an optimisation: its failure is not the caller's */
-#else
-  (void)p;
-  (void)len;
-  (void)write;
-#endif
+}
+
+/* Linux 6.9 or later (its populate gives up on a fault's I/O error). */
+static int populate_gives_up(void) {
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+    return 0;
+  return major > 6 || (major == 6 && minor >= 9);
+}
+
+void ft__prefault_user(void *p, size_t len) {
+  if (populate_gives_up())
+    ft__prefault(p, len, 1);
 }

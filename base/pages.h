@@ -16,7 +16,15 @@
 #include <stddef.h>
 
 /* Fault in the whole pages of [p, p + len): readable, or (write != 0)
- * writable, as the first read or write of each would. */
+ * writable, as the first read or write of each would.  For memory of
+ * ftrt's own (a slot on tmpfs). */
 void ft__prefault(const void *p, size_t len, int write);
+
+/* The same, writable, for memory an application handed to ftrt: only on
+ * Linux 6.9 and later.  Before it, MADV_POPULATE_* retried a fault that
+ * failed with an I/O error forever (kernel commit 631426ba1d45): a buffer
+ * mapped from a file on a failing disk or NFS would hang its trainer in
+ * the restore, where the copy alone dies with SIGBUS and says so. */
+void ft__prefault_user(void *p, size_t len);
 
 #endif

@@ -495,7 +495,7 @@ static int copy_in(ft_ctx_t *c, ft__slot_t *s) {
       /* Often untouched in this process (a relaunch): faulted in at once,
        * not a page at a time by the copy (the slot's pages were, by the
        * verify). */
-      ft__prefault(r->ptr, r->bytes, 1);
+      ft__prefault_user(r->ptr, r->bytes);
       memcpy(r->ptr, region + r->offset, r->bytes);
     }
   }
