@@ -9,8 +9,8 @@
  * hang: alive but silent; with flip:, at a point that allows it, the
  * caller flips a byte of what it has just received: corruption, not a
  * crash; with fail:, at a point that allows it, the caller returns an
- * error as if its own work there had failed).  WHO limits it to one process: rN (world rank
- * N) or a hostname.  Points: startup (every process in ft_init, once the
+ * error as if its own work there had failed).  WHO limits it to one
+ * process: rN (world rank N) or a hostname.  Points: startup (every process in ft_init, once the
  * configuration is agreed), copy (trainer, in the middle of a snapshot
  * copy), crc (SMP, before the data CRCs), encode (SMP, in the middle of the
  * parity exchange), commit (SMP, after ENCODED, before the commit), restore

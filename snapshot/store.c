@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
-#include "base/pages.h"
 #include "base/error.h"
+#include "base/pages.h"
 #include "ec/crc.h"
 
 #define SLOT_MAGIC "FTRTSLOT"
@@ -439,14 +439,15 @@ void ft__slot_seal_parity(ft__slot_t *s) {
 
 void ft__slot_prefault_read(const ft__slot_t *s, uint32_t first, uint32_t n) {
   const ft__slot_hdr_t *h = s->hdr;
-  uint32_t all = h->k + h->m;
-  for (uint32_t c = first; c < first + n && c < all; c++) {
-    uint32_t run = 1; /* chunks next to each other in the slot: one call */
-    while (c + run < first + n && c + run < all && c + run != h->k)
-      run++;
-    ft__prefault(ft__slot_chunk(s, c), (size_t)run * h->chunk_bytes, 0);
-    c += run - 1;
-  }
+  uint32_t end = first + n < h->k + h->m ? first + n : h->k + h->m;
+  /* The data chunks, then the parity chunks: each run is contiguous. */
+  uint32_t cut = end < h->k ? end : h->k, from = first > h->k ? first : h->k;
+  if (first < cut)
+    ft__prefault(ft__slot_chunk(s, first),
+                 (size_t)(cut - first) * h->chunk_bytes, 0);
+  if (from < end)
+    ft__prefault(ft__slot_chunk(s, from), (size_t)(end - from) * h->chunk_bytes,
+                 0);
 }
 
 int ft__slot_verify(const ft__slot_t *s, uint32_t first, uint32_t n, char *msg,
