@@ -10,7 +10,8 @@ set -uo pipefail
 
 SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BLD=${FTRT_TOP_BUILDDIR:-$SRC}
-export PATH=$BLD:$SRC/scripts:$PATH   # ft-restore, ft-status, ft-train-example
+# ft-restore, ft-status, ft-train-example (tests/bin: without libtool's wrapper)
+export PATH=$BLD/tests/bin:$BLD:$SRC/scripts:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 LIMIT=${FT_CHAOS_LIMIT:-180}   # seconds any one launch / restore may take
 KEEP=${FT_CHAOS_KEEP:-}        # FT_CHAOS_KEEP=1 keeps the logs ($WORK)

@@ -11,7 +11,9 @@ FT_RSH=$SRC/scripts/ft-rsh
 MPI_NODES=$BLD/tests/cluster/mpi_nodes
 RUNDIR=${FT_CLUSTER_RUNDIR:-/run/ftrt-cluster}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export PATH=$BLD:$SRC/scripts:$PATH # the built tools (ft-restore, ft-status)
+# the built tools (ft-restore, ft-status; tests/bin: ft-train-example without
+# libtool's wrapper)
+export PATH=$BLD/tests/bin:$BLD:$SRC/scripts:$PATH
 unset FT_CLUSTER SLURM_JOB_NODELIST  # ft-launch would run on an allocation's nodes
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-cluster-test.XXXXXX")

@@ -12,16 +12,20 @@ trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "# $*"; }
 
+# The example trainer: the build's tests/bin copy (no libtool wrapper script
+# to run in every rank) when make check built it.
+TRAIN_EXE=$B/tests/bin/ft-train-example
+[ -x "$TRAIN_EXE" ] || TRAIN_EXE=$B/ft-train-example
 # train NAME NP ARGS... : run ft-train-example under mpirun, output to $LOGDIR/NAME
 train() {
   local name=$1 np=$2; shift 2
-  timeout -k 10 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1
+  timeout -k 10 120 mpirun -np "$np" "$TRAIN_EXE" "$@" >"$LOGDIR/$name" 2>&1
 }
 # train_bg NAME NP ARGS... : same, in the background; sets PID
 train_bg() {
   local name=$1 np=$2; shift 2
   : >"$LOGDIR/$name"
-  timeout -k 10 120 mpirun -np "$np" "$B/ft-train-example" "$@" >"$LOGDIR/$name" 2>&1 &
+  timeout -k 10 120 mpirun -np "$np" "$TRAIN_EXE" "$@" >"$LOGDIR/$name" 2>&1 &
   PID=$!
 }
 digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$LOGDIR/$1" | tail -1; }
