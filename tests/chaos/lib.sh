@@ -10,8 +10,11 @@ set -uo pipefail
 
 SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BLD=${FTRT_TOP_BUILDDIR:-$SRC}
-# ft-restore, ft-status, ft-train-example (tests/bin: without libtool's wrapper)
-export PATH=$BLD/tests/bin:$BLD:$SRC/scripts:$PATH
+# The built tools (ft-restore, ft-status, ft-train-example); first the copy
+# of ft-train-example make check links without libtool's wrapper script
+# (tests/Makefile.inc), unless it is older than the example (a plain make).
+export PATH=$BLD:$SRC/scripts:$PATH
+[ "$BLD/tests/bin/ft-train-example" -ot "$BLD/ft-train-example" ] || PATH=$BLD/tests/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 LIMIT=${FT_CHAOS_LIMIT:-180}   # seconds any one launch / restore may take
 KEEP=${FT_CHAOS_KEEP:-}        # FT_CHAOS_KEEP=1 keeps the logs ($WORK)

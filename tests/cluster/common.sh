@@ -11,9 +11,11 @@ FT_RSH=$SRC/scripts/ft-rsh
 MPI_NODES=$BLD/tests/cluster/mpi_nodes
 RUNDIR=${FT_CLUSTER_RUNDIR:-/run/ftrt-cluster}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# the built tools (ft-restore, ft-status; tests/bin: ft-train-example without
-# libtool's wrapper)
-export PATH=$BLD/tests/bin:$BLD:$SRC/scripts:$PATH
+# The built tools (ft-restore, ft-status, ft-train-example); first the copy
+# of ft-train-example make check links without libtool's wrapper script
+# (tests/Makefile.inc), unless it is older than the example (a plain make).
+export PATH=$BLD:$SRC/scripts:$PATH
+[ "$BLD/tests/bin/ft-train-example" -ot "$BLD/ft-train-example" ] || PATH=$BLD/tests/bin:$PATH
 unset FT_CLUSTER SLURM_JOB_NODELIST  # ft-launch would run on an allocation's nodes
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-cluster-test.XXXXXX")

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/common.sh"
 need_cluster
 
-for c in up down hosts exec kill partition heal status ping addr; do
+for c in up down hosts exec kill partition heal status ping watch addr; do
   grep -q "^usage: ft-cluster $c" <<<"$("$FT_CLUSTER_CMD" "$c" --help)" ||
     fail "ft-cluster $c --help prints no usage"
 done
@@ -76,6 +76,33 @@ grep -q '^h2 .*partitioned' <<<"$("$X" status)" || fail "status: $("$X" status)"
 "$X" heal h2 >/dev/null || fail "heal h2"
 "$X" ping h2 >/dev/null || fail "h2 unreachable after heal"
 ok "partition cuts h2 off, heal brings it back"
+
+# watch: a line HOST a host's answer (others "-"); it ends with its reader
+# even where SIGPIPE is ignored (ping ignores EPIPE then), and leaves no
+# ping on the head; a partitioned host does not answer.
+if command -v ping >/dev/null; then
+  watch_lines() {  # watch_lines N HOST...: the first N answers
+    local n=$1; shift
+    (trap '' PIPE; timeout 60 "$X" watch "$@"; echo $? >"$WORK/watch.rc") |
+      grep --line-buffered -vx -- - | head -n "$n" | sort -u | tr '\n' ' '
+  }
+  head_left() {
+    local k; k=$(keeper_of head)
+    pids_in $(ns_inodes "$k") | grep -vx "$k"
+  }
+  got=$(watch_lines 6 h1 h2)
+  [ "$got" = "h1 h2 " ] || fail "watch h1 h2: '$got'"
+  [ "$(cat "$WORK/watch.rc")" != 124 ] || fail "watch went on after its reader left (ended by timeout 60)"
+  "$X" partition h2 >/dev/null || fail "partition h2"
+  got=$(watch_lines 3 h1 h2)
+  "$X" heal h2 >/dev/null || fail "heal h2"
+  [ "$got" = "h1 " ] || fail "watch with h2 partitioned: '$got', expected h1 only"
+  [ "$(cat "$WORK/watch.rc")" != 124 ] || fail "watch went on after its reader left (ended by timeout 60)"
+  [ -z "$(head_left)" ] || fail "processes left on the head after watch: $(head_left)"
+  "$X" watch h9 >/dev/null 2>"$WORK/watch.err" && fail "watch of an unknown host succeeded"
+  grep -q "no host 'h9'" "$WORK/watch.err" || fail "watch h9: $(cat "$WORK/watch.err")"
+  ok "watch: answers of h1 and h2, none of h2 partitioned; ends with its reader, nothing left"
+fi
 
 "$X" up 2 --name "$CL" >/dev/null 2>&1 && fail "up of a cluster that is up succeeded"
 "$X" exec h9 true 2>/dev/null && fail "exec on an unknown host succeeded"

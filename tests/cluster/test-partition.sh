@@ -26,12 +26,12 @@ awk -v t="$took" 'BEGIN { exit !(t >= 5) }' ||
   { cat "$WORK/launch.out"; fail "job ended $took s after the partition, before the 5 s timeout"; }
 ok "ft-launch ended the job $took s after partition h2 (timeout 5 s), exit 124"
 
-for h in h1 h2 h3; do
+for h in head h1 h2 h3; do   # the head: the watchdog's pings too
   k=$(keeper_of $h)
   left=$(pids_in $(ns_inodes "$k") | grep -vx "$k")
   [ -z "$left" ] || fail "processes of the job left on $h: $left"
 done
-ok "no process of the job left, the partitioned h2 included"
+ok "no process of the job left, the partitioned h2 included, nor of the watchdog on the head"
 
 "$X" heal h2 >/dev/null || fail "ft-cluster heal h2"
 "$X" ping h2 >/dev/null || fail "h2 unreachable after heal"

@@ -15,7 +15,7 @@ note() { echo "# $*"; }
 # The example trainer: the build's tests/bin copy (no libtool wrapper script
 # to run in every rank) when make check built it.
 TRAIN_EXE=$B/tests/bin/ft-train-example
-[ -x "$TRAIN_EXE" ] || TRAIN_EXE=$B/ft-train-example
+[ -x "$TRAIN_EXE" ] && ! [ "$TRAIN_EXE" -ot "$B/ft-train-example" ] || TRAIN_EXE=$B/ft-train-example
 # train NAME NP ARGS... : run ft-train-example under mpirun, output to $LOGDIR/NAME
 train() {
   local name=$1 np=$2; shift 2
