@@ -113,3 +113,27 @@ ok "refuses a second up, unknown hosts, bad counts"
 assert_gone "$CL"
 CL=
 ok "down leaves nothing"
+
+# --cpus-per-host: each host's processes on CPUs of their own, in order
+mapfile -t mine < <(taskset -c -p $$ | sed 's/.*: //' | tr ',' '\n' |
+  awk -F- '{ for (i = $1; i <= ($2 == "" ? $1 : $2); i++) print i }')
+if [ ${#mine[@]} -ge 2 ]; then
+  cluster_up cpus 1 --spares 1 --cpus-per-host 1
+  for i in 0 1; do
+    h=$([ $i = 0 ] && echo h1 || echo s1)
+    got=$("$X" exec "$h" sh -c 'grep Cpus_allowed_list /proc/self/status') || fail "exec $h"
+    [ "${got##*[[:space:]]}" = "${mine[$i]}" ] || fail "$h runs on '$got', expected CPU ${mine[$i]}"
+  done
+  [ "$("$X" hosts --all)" = "$(printf 'h1 slots=1\ns1 slots=1')" ] ||
+    fail "hosts with --cpus-per-host 1: $("$X" hosts --all)"
+  "$X" down --name "$CL" >/dev/null || fail "down"
+  CL=
+  ok "--cpus-per-host 1: h1 on CPU ${mine[0]}, s1 on CPU ${mine[1]}, slots=1"
+fi
+"$X" up 1 --name "x$$" --cpus-per-host $((${#mine[@]} + 1)) >/dev/null 2>"$WORK/cpus.err"
+rc=$?
+[ $rc -eq 1 ] || fail "--cpus-per-host beyond the CPUs: exit $rc, expected 1"
+grep -q "needs $((${#mine[@]} + 1)) CPUs for 1 hosts" "$WORK/cpus.err" ||
+  fail "--cpus-per-host refusal: $(cat "$WORK/cpus.err")"
+assert_gone "x$$"
+ok "--cpus-per-host beyond this machine's CPUs refused (exit 1), nothing made"
