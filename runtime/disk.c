@@ -142,8 +142,11 @@ static int copy_in(ft_ctx_t *c, const uint8_t *stage) {
     ft__reg_t *r = &c->regs[i];
     if (r->opts.memory == FT_MEM_CUDA) {
       int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, stage + r->offset, r->bytes);
-      if (rc)
+      if (rc) {
+        FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
+                ft__cuda_last_error(c->cuda));
         return rc;
+      }
     } else {
       memcpy(r->ptr, stage + r->offset, r->bytes);
     }

@@ -520,10 +520,12 @@ static int place(ft_ctx_t *c, const want_t *w, int nw, const uint8_t *got) {
   int rc = FT_OK;
   for (int i = 0, off = 0; rc == FT_OK && i < nw; off += (int)w[i].q.len, i++) {
     ft__reg_t *r = &c->regs[w[i].reg];
-    if (r->opts.memory == FT_MEM_CUDA)
-      rc = ft__cuda_copy_h2d(c->cuda, (uint8_t *)r->ptr + w[i].dst_off,
-                             got + off, w[i].q.len);
-    else
+    if (r->opts.memory == FT_MEM_CUDA &&
+        (rc = ft__cuda_copy_h2d(c->cuda, (uint8_t *)r->ptr + w[i].dst_off,
+                                got + off, w[i].q.len)))
+      FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
+              ft__cuda_last_error(c->cuda));
+    else if (r->opts.memory != FT_MEM_CUDA)
       memcpy((uint8_t *)r->ptr + w[i].dst_off, got + off, w[i].q.len);
   }
   return rc;

@@ -247,6 +247,9 @@ static int pin_slot(ft_ctx_t *c, int i) {
     return FT_OK;
   int rc = ft__cuda_register_host(c->cuda, c->slot[i].map, c->slot[i].map_bytes);
   c->cuda_pinned[i] = rc == FT_OK;
+  if (rc)
+    FT_LOGE(&c->log, "ft_snapshot: pinning store slot %d (%zu bytes) for device "
+            "copies: %s", i, c->slot[i].map_bytes, ft__cuda_last_error(c->cuda));
   return rc;
 }
 
@@ -272,14 +275,16 @@ static int copy_out(ft_ctx_t *c, int pass) {
       ft__hold_at(c->ctl, c->hold_gen, FT_HOLD_SNAPSHOT, me(c)->step);
       FT_FAULT_POINT(c, "copy");
     }
-    if (r->opts.memory == FT_MEM_CUDA)
-      rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
-                                   r->bytes, r->opts.cuda_stream);
-    else
+    if (r->opts.memory == FT_MEM_CUDA &&
+        (rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
+                                      r->bytes, r->opts.cuda_stream)))
+      FT_LOGE(&c->log, "ft_snapshot: device buffer '%s': %s", r->name,
+              ft__cuda_last_error(c->cuda));
+    else if (r->opts.memory != FT_MEM_CUDA)
       memcpy(region + r->offset, r->ptr, r->bytes);
   }
-  if (c->cuda && rc == FT_OK)
-    rc = ft__cuda_wait(c->cuda);
+  if (c->cuda && rc == FT_OK && (rc = ft__cuda_wait(c->cuda)))
+    FT_LOGE(&c->log, "ft_snapshot: device copies: %s", ft__cuda_last_error(c->cuda));
   return rc;
 }
 
@@ -489,8 +494,11 @@ static int copy_in(ft_ctx_t *c, ft__slot_t *s) {
     ft__reg_t *r = &c->regs[i];
     if (r->opts.memory == FT_MEM_CUDA) {
       int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, region + r->offset, r->bytes);
-      if (rc)
+      if (rc) {
+        FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
+                ft__cuda_last_error(c->cuda));
         return rc;
+      }
     } else {
       /* Often untouched in this process (a relaunch): faulted in at once,
        * not a page at a time by the copy (the slot's pages were, by the

@@ -55,25 +55,28 @@ int main(int argc, char **argv) {
   ft_buf_opts_t dev = {.kind = FT_KIND_PARAM, .memory = FT_MEM_CUDA};
   ft_buf_opts_t dev_user = dev;
   dev_user.cuda_stream = user;
+  const char *at = "ft_register dev0";
   int rc = ft_register(ctx, "dev0", d0, N, &dev);
-  if (rc == FT_OK)
+  if (rc == FT_OK && (at = "ft_register dev1"))
     rc = ft_register(ctx, "dev1", d1, N, &dev_user);
-  if (rc == FT_OK)
+  if (rc == FT_OK && (at = "ft_register host"))
     rc = ft_register(ctx, "host", host, N, NULL);
-  if (rc == FT_OK)
+  if (rc == FT_OK && (at = "ft_snapshot"))
     rc = ft_snapshot(ctx, 5);
   for (int i = 0; i < 8 && rc == FT_OK; i++) /* other memory keeps changing */
     cudaMemsetAsync(other, i, N, busy);
-  if (rc == FT_OK)
+  if (rc == FT_OK && (at = "ft_fence"))
     rc = ft_fence(ctx);
-  if (rc == FT_OK)
+  if (rc == FT_OK && (at = "ft_wait_committed"))
     rc = ft_wait_committed(ctx, NULL);
   cudaMemset(d0, 0, N);
   cudaMemset(d1, 0, N);
   memset(host, 0, N);
   uint64_t step = 0;
-  if (rc == FT_OK)
+  if (rc == FT_OK && (at = "ft_restore"))
     rc = ft_restore(ctx, &step);
+  if (rc != FT_OK)
+    fprintf(stderr, "cuda-restore rank %d: %s failed: %s\n", rank, at, ft_err_name(rc));
   int bad = rc != FT_OK || step != 5;
   cudaMemcpy(tmp, d0, N, cudaMemcpyDeviceToHost);
   bad |= check(tmp, rank, 0, N);
