@@ -60,7 +60,10 @@ struct ft_ctx {
   int copy_status;
   ft__cuda_t *cuda;
   ft__times_t times; /* for ft-launch's account of a recovery */
+  /* per slot mapping: 0 not tried, 1 pinned, -1 refused by CUDA (copies
+   * then go through CUDA's staging: the same bytes, slower) */
   int cuda_pinned[FT_NSLOTS];
+  int cuda_pin_warned; /* the refusal was logged once */
 };
 
 /* Pass a fault point (base/fault.h). */

@@ -61,7 +61,7 @@ int ft__trainer_attach(ft_ctx_t *c) {
 
 void ft__trainer_release(ft_ctx_t *c) {
   for (int i = 0; i < FT_NSLOTS; i++) {
-    if (c->cuda_pinned[i])
+    if (c->cuda_pinned[i] == 1)
       ft__cuda_unregister_host(c->cuda, c->slot[i].map);
     if (c->slot[i].map)
       ft__slot_close(&c->slot[i]);
@@ -211,10 +211,9 @@ static int map_slot(ft_ctx_t *c, int i) {
   ft__slot_t *s = &c->slot[i];
   if (s->map && s->map_bytes == s->hdr->seg_bytes)
     return FT_OK;
-  if (c->cuda_pinned[i]) {
+  if (c->cuda_pinned[i] == 1)
     ft__cuda_unregister_host(c->cuda, s->map);
-    c->cuda_pinned[i] = 0;
-  }
+  c->cuda_pinned[i] = 0;
   if (s->map)
     ft__slot_close(s);
   char msg[512];
@@ -242,15 +241,21 @@ static int ensure_layout(ft_ctx_t *c) {
 
 /* ---- capture ---- */
 
-static int pin_slot(ft_ctx_t *c, int i) {
+/* Pin slot i's mapping so that device copies go by DMA.  CUDA refuses to
+ * pin some mappings (a file on a disk file system: Linux 6.5 and later
+ * refuse long-term pins of writable shared file mappings that are not
+ * tmpfs); the copies then go through CUDA's staging buffers, the same bytes
+ * more slowly, and the first refusal says so. */
+static void pin_slot(ft_ctx_t *c, int i) {
   if (!c->cuda || c->cuda_pinned[i])
-    return FT_OK;
+    return;
   int rc = ft__cuda_register_host(c->cuda, c->slot[i].map, c->slot[i].map_bytes);
-  c->cuda_pinned[i] = rc == FT_OK;
-  if (rc)
-    FT_LOGE(&c->log, "ft_snapshot: pinning store slot %d (%zu bytes) for device "
-            "copies: %s", i, c->slot[i].map_bytes, ft__cuda_last_error(c->cuda));
-  return rc;
+  c->cuda_pinned[i] = rc == FT_OK ? 1 : -1;
+  if (rc && !c->cuda_pin_warned++)
+    FT_LOGW(&c->log, "ft_snapshot: CUDA cannot pin the store (slot %d, %zu bytes, "
+            "under %s): %s; device copies go through CUDA's staging buffers, "
+            "slower (a store on tmpfs, such as /dev/shm, can be pinned)",
+            i, c->slot[i].map_bytes, c->cfg.store_root, ft__cuda_last_error(c->cuda));
 }
 
 /* Which buffers a pass copies.  Lazy mode copies the small state the next
@@ -329,8 +334,9 @@ static int prepare_copy(ft_ctx_t *c) {
     return rc;
   c->copy_slot = (int)c->ctl->prepared_slot;
   c->copy_version = c->version + 1;
-  if ((rc = map_slot(c, c->copy_slot)) || (rc = pin_slot(c, c->copy_slot)))
+  if ((rc = map_slot(c, c->copy_slot)))
     return rc;
+  pin_slot(c, c->copy_slot);
   if (c->slot[c->copy_slot].hdr->version != c->copy_version) {
     FT_LOGE(&c->log, "%s: prepared for version %llu, expected %llu",
             c->slot[c->copy_slot].path,

@@ -35,14 +35,17 @@ grep -q '^mpi_nodes: 12 ranks on 4 nodes: h1\[0-2\] h2\[3-5\] h3\[6-8\] h4\[9-11
   { cat "$WORK/launch.out"; fail "ft-launch --cluster: wrong layout or data"; }
 ok "ft-launch --cluster --ppn 2: 4 nodes x 3 consecutive ranks, allreduce ok"
 
-FT_EXTRA_T=x$$ timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job envj \
+# OMPI_MCA_plm=isolated, as a container image may set (the GPU machine
+# of stop 30 did): mpirun would start nothing on the hosts ("All nodes
+# which are allocated for this job are already filled").
+OMPI_MCA_plm=isolated FT_EXTRA_T=x$$ timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job envj \
   --ec 1+1 --timeout 9 -- sh -c \
   'echo "env $(hostname) $OMPI_COMM_WORLD_RANK $FT_JOB $FT_EC_K+$FT_EC_M $FT_TIMEOUT $FT_EXTRA_T"' \
   >"$WORK/env.out" 2>&1 || { cat "$WORK/env.out"; fail "ft-launch --nodes 2 with sh"; }
 got=$(grep '^env ' "$WORK/env.out" | sort -k3n | tr '\n' ';')
 want="env h1 0 envj 1+1 9 x$$;env h1 1 envj 1+1 9 x$$;env h2 2 envj 1+1 9 x$$;env h2 3 envj 1+1 9 x$$;"
 [ "$got" = "$want" ] || { cat "$WORK/env.out"; fail "ranks saw: $got"; }
-ok "--nodes 2 picks h1 h2; FT_JOB, FT_EC_K/M, FT_TIMEOUT and other FT_* reach every rank"
+ok "--nodes 2 picks h1 h2 (also with OMPI_MCA_plm=isolated); FT_JOB, FT_EC_K/M, FT_TIMEOUT and other FT_* reach every rank"
 
 [ -z "$(pids_in $(ns_inodes "$(keeper_of h1)") | grep -vx "$(keeper_of h1)")" ] ||
   fail "processes left on h1 after the jobs"
