@@ -93,17 +93,27 @@ static hwloc_obj_t numa_of(hwloc_topology_t topo, int cpu) {
   return NULL;
 }
 
-/* A free core next to the trainers: same NUMA node as the first of them. */
+/* A free core next to the trainers: same NUMA node as the first of them.
+ * Only among the CPUs this process was started on: a host confined to some
+ * CPUs (taskset, as ft-cluster up --cpus-per-host does, or a cpuset the
+ * launcher set) keeps its SMP there; hwloc's allowed set is the cgroup's,
+ * the whole machine. */
 static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, where_t *w) {
-  hwloc_const_bitmap_t online = hwloc_topology_get_allowed_cpuset(topo);
+  hwloc_bitmap_t online = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(topo));
+  hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+  if (hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_PROCESS) == 0 &&
+      !hwloc_bitmap_iszero(mine))
+    hwloc_bitmap_and(online, online, mine);
+  hwloc_bitmap_free(mine);
   hwloc_bitmap_t free_set = hwloc_bitmap_alloc();
   hwloc_bitmap_andnot(free_set, online, busy);
   if (hwloc_bitmap_iszero(free_set)) {
     snprintf(w->out, w->outlen,
-             "not bound: the trainers may run on every one of the %d CPUs, "
-             "nothing to choose",
+             "not bound: the trainers may run on every one of the %d CPUs "
+             "this node may use, nothing to choose",
              hwloc_bitmap_weight(online));
     hwloc_bitmap_free(free_set);
+    hwloc_bitmap_free(online);
     return;
   }
   hwloc_obj_t numa = numa_of(topo, hwloc_bitmap_first(busy));
@@ -119,7 +129,7 @@ static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, where_t *w) {
           w);
   hwloc_bitmap_free(pick);
   hwloc_bitmap_free(near);
-  hwloc_bitmap_free(free_set);
+  hwloc_bitmap_free(free_set);  hwloc_bitmap_free(online);
 }
 
 void ft__topo_bind_smp(ft_ctx_t *c, char *out, size_t outlen, char *cpus,

@@ -126,9 +126,17 @@ if [ ${#mine[@]} -ge 2 ]; then
   done
   [ "$("$X" hosts --all)" = "$(printf 'h1 slots=1\ns1 slots=1')" ] ||
     fail "hosts with --cpus-per-host 1: $("$X" hosts --all)"
+  # a job's SMP stays on its host's CPU (it chose among the whole
+  # machine's and bound itself to s1's before)
+  timeout 120 "$FT_LAUNCH" --cluster --nodes 1 --ppn 1 --job cpuj -- \
+    ft-train-example --steps 2 --snapshot-every 1 --state-mb 1 >"$WORK/cpuj.out" 2>&1 ||
+    { cat "$WORK/cpuj.out"; fail "a job on h1 with one CPU"; }
+  got=$("$X" exec h1 ft-status --job cpuj | grep binding)
+  grep -q "not bound: .* 1 CPUs this node may use" <<<"$got" ||
+    fail "h1's SMP with h1 confined to CPU ${mine[0]}: '$got'"
   "$X" down --name "$CL" >/dev/null || fail "down"
   CL=
-  ok "--cpus-per-host 1: h1 on CPU ${mine[0]}, s1 on CPU ${mine[1]}, slots=1"
+  ok "--cpus-per-host 1: h1 on CPU ${mine[0]}, s1 on CPU ${mine[1]}, slots=1; a job's SMP stays on h1's CPU"
 fi
 "$X" up 1 --name "x$$" --cpus-per-host $((${#mine[@]} + 1)) >/dev/null 2>"$WORK/cpus.err"
 rc=$?
