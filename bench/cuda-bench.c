@@ -7,7 +7,9 @@
  * Each trainer allocates --state-mb MiB on its GPU in --bufs device buffers
  * (random bytes), registers them as FT_MEM_CUDA on a stream of its own, and
  * takes --warmup untimed snapshots (both store slots are then mapped and
- * pinned).  Then, for each repetition, alternating which goes first:
+ * pinned).  Then, for each repetition, the first and last 8 bytes of every
+ * buffer get the repetition's stamp (untimed), and, alternating which goes
+ * first:
  *   - plain: one cudaMemcpyAsync per buffer into a cudaHostAlloc'ed buffer
  *     of the same bytes (warm), on the same stream, then
  *     cudaStreamSynchronize: the same bytes in the same number of copies;
@@ -17,8 +19,9 @@
  *     this one's protection inside its own time).
  * Each part's time is the slowest trainer's.  After the last repetition
  * every device buffer is zeroed, ft_restore loads the last snapshot, and
- * every byte is compared with what was snapshotted: a figure from a run
- * that restores wrong bytes is not printed.
+ * every byte is compared with what was snapshotted (the last stamps too: a
+ * snapshot that skipped a buffer shows): a figure from a run that restores
+ * wrong bytes is not printed.
  *
  * Rank 0 prints '# ...' comments and 'result KEY VALUE' lines; the ratio
  * cuda_stall_ratio is the median over repetitions of plain / stall (1.0:
@@ -63,23 +66,24 @@ static double median(const double *v, int n) {
 }
 
 static void usage(FILE *f) {
-  fputs("usage: ft-bench-cuda [--state-mb M] [--bufs B] [--reps R] [--warmup W]\n"
-        "                     [--compute-ms C]\n"
-        "       ft-bench-cuda --devices\n"
-        "Run under mpirun (1 trainer + its SMP, normally by ft-bench).  Times\n"
-        "ft_snapshot+ft_fence of M MiB of device memory in B buffers against\n"
-        "cudaMemcpyAsync of the same buffers into pinned host memory, then\n"
-        "checks every byte through ft_restore.  FT_CAPTURE picks sync or lazy.\n"
-        "  --state-mb M    MiB of device memory per trainer (default 256)\n"
-        "  --bufs B        device buffers it is split into (default 16)\n"
-        "  --reps R        timed repetitions, 3..1000 (default 21)\n"
-        "  --warmup W      untimed snapshots first, >= 2 (default 3)\n"
-        "  --compute-ms C  lazy capture: host compute between ft_snapshot and\n"
-        "                  ft_fence, ms (default: 4 x the plain copy)\n"
-        "  --devices       no MPI: list the CUDA devices (exit 77 if none)\n"
-        "Prints 'result KEY VALUE' lines on rank 0.  Exit status: 0 done, 1 a\n"
-        "run failed or restored wrong bytes, 2 usage, 77 no CUDA device.\n",
-        f);
+  fputs(
+      "usage: ft-bench-cuda [--state-mb M] [--bufs B] [--reps R] [--warmup W]\n"
+      "                     [--compute-ms C]\n"
+      "       ft-bench-cuda --devices\n"
+      "Run under mpirun (1 trainer + its SMP, normally by ft-bench).  Times\n"
+      "ft_snapshot+ft_fence of M MiB of device memory in B buffers against\n"
+      "cudaMemcpyAsync of the same buffers into pinned host memory, then\n"
+      "checks every byte through ft_restore.  FT_CAPTURE picks sync or lazy.\n"
+      "  --state-mb M    MiB of device memory per trainer (default 256)\n"
+      "  --bufs B        device buffers it is split into (default 16)\n"
+      "  --reps R        timed repetitions, 3..1000 (default 21)\n"
+      "  --warmup W      untimed snapshots first, >= 2 (default 3)\n"
+      "  --compute-ms C  lazy capture: host compute between ft_snapshot and\n"
+      "                  ft_fence, ms (default: 4 x the plain copy)\n"
+      "  --devices       no MPI: list the CUDA devices (exit 77 if none)\n"
+      "Prints 'result KEY VALUE' lines on rank 0.  Exit status: 0 done, 1 a\n"
+      "run failed or restored wrong bytes, 2 usage, 77 no CUDA device.\n",
+      f);
 }
 
 /* 0: run, 1: --help printed, 2: bad usage, 3: --devices. */
@@ -94,31 +98,43 @@ static int parse(int argc, char **argv, opts_t *o) {
     if (!strcmp(a, "--devices"))
       return 3;
     if (i + 1 >= argc) {
-      fprintf(stderr, "ft-bench-cuda: unknown or incomplete option '%s' (see --help)\n", a);
+      fprintf(stderr,
+              "ft-bench-cuda: unknown or incomplete option '%s' (see --help)\n",
+              a);
       return 2;
     }
     char *end;
     errno = 0;
     double d = strtod(argv[++i], &end);
     if (end == argv[i] || *end || errno) {
-      fprintf(stderr, "ft-bench-cuda: bad value '%s' for %s (see --help)\n", argv[i], a);
+      fprintf(stderr, "ft-bench-cuda: bad value '%s' for %s (see --help)\n",
+              argv[i], a);
       return 2;
     }
+    int whole = d == (double)(long)d;
     if (!strcmp(a, "--state-mb") && d > 0 && d <= 1 << 20)
       o->state_mb = d;
-    else if (!strcmp(a, "--bufs") && d >= 1 && d <= MAX_BUFS)
+    else if (!strcmp(a, "--bufs") && whole && d >= 1 && d <= MAX_BUFS)
       o->bufs = (int)d;
-    else if (!strcmp(a, "--reps") && d >= 3 && d <= MAX_REPS)
+    else if (!strcmp(a, "--reps") && whole && d >= 3 && d <= MAX_REPS)
       o->reps = (int)d;
-    else if (!strcmp(a, "--warmup") && d >= 2 && d <= 100)
+    else if (!strcmp(a, "--warmup") && whole && d >= 2 && d <= 100)
       o->warmup = (int)d;
     else if (!strcmp(a, "--compute-ms") && d >= 0 && d <= 1e6)
       o->compute_ms = d;
     else {
-      fprintf(stderr, "ft-bench-cuda: bad option or value: %s %s (see --help)\n", a,
+      fprintf(stderr,
+              "ft-bench-cuda: bad option or value: %s %s (see --help)\n", a,
               argv[i]);
       return 2;
     }
+  }
+  if (o->state_mb * 1048576.0 / o->bufs < 4096) {
+    fprintf(stderr,
+            "ft-bench-cuda: --state-mb %g in %d buffers is under a page a "
+            "buffer (see --help)\n",
+            o->state_mb, o->bufs);
+    return 2;
   }
   return 0;
 }
@@ -161,20 +177,46 @@ typedef struct run {
   uint64_t step;
 } run_t;
 
-static double plain(run_t *r) {
-  MPI_Barrier(r->comm);
-  double t = now();
-  int ok = 1;
-  for (int i = 0; i < r->o.bufs && ok; i++)
-    ok = cuda_ok(cudaMemcpyAsync(r->pinned + (size_t)i * r->each, r->dev[i], r->each,
-                                 cudaMemcpyDeviceToHost, r->stream),
-                 "cudaMemcpyAsync");
-  ok = ok && cuda_ok(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
-  t = now() - t;
-  return max_all(r->comm, ok ? t : -1);
+/* 1 where any trainer has bad != 0. */
+static int any_of(MPI_Comm comm, int bad) {
+  int any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+  return any;
 }
 
-/* One snapshot; the stall into *stall, 0 or an ftrt status. */
+/* The plain copy; its time (the slowest trainer's) into *t, or 1 where it
+ * failed on any trainer. */
+static int plain(run_t *r, double *t) {
+  MPI_Barrier(r->comm);
+  double t0 = now();
+  int ok = 1;
+  for (int i = 0; i < r->o.bufs && ok; i++)
+    ok = cuda_ok(cudaMemcpyAsync(r->pinned + (size_t)i * r->each, r->dev[i],
+                                 r->each, cudaMemcpyDeviceToHost, r->stream),
+                 "cudaMemcpyAsync");
+  ok = ok && cuda_ok(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+  *t = max_all(r->comm, now() - t0);
+  return any_of(r->comm, !ok);
+}
+
+/* A stamp of repetition rep in the first and last 8 bytes of every buffer
+ * (on the device and in the expected bytes). */
+static int stamp(run_t *r, uint64_t rep) {
+  for (int i = 0; i < r->o.bufs; i++) {
+    uint64_t v = rep * 0x100000001b3ull + (uint64_t)i;
+    size_t ends[2] = {0, r->each - 8};
+    for (int e = 0; e < 2; e++) {
+      memcpy(r->expect + (size_t)i * r->each + ends[e], &v, 8);
+      if (!cuda_ok(
+              cudaMemcpy(r->dev[i] + ends[e], &v, 8, cudaMemcpyHostToDevice),
+              "cudaMemcpy"))
+        return 1;
+    }
+  }
+  return 0;
+}
+
+/* One snapshot; the stall into *stall; 1 where it failed on any trainer. */
 static int snap(run_t *r, double compute_s, double *stall) {
   MPI_Barrier(r->comm);
   double t0 = now();
@@ -188,24 +230,28 @@ static int snap(run_t *r, double compute_s, double *stall) {
   double t3 = now();
   if (rc == FT_OK)
     rc = ft_wait_committed(r->ctx, NULL);
-  *stall = max_all(r->comm, rc == FT_OK ? (t1 - t0) + (t3 - t2) : -1);
-  return rc;
+  *stall = max_all(r->comm, (t1 - t0) + (t3 - t2));
+  return any_of(r->comm, rc != FT_OK);
 }
 
 static int setup(run_t *r) {
+  /* The trainers of this machine take its GPUs in turn. */
   int ndev = 0, local = 0;
-  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (lr)
-    local = atoi(lr);
+  MPI_Comm node;
+  MPI_Comm_split_type(r->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
   if (!cuda_ok(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount") ||
       !cuda_ok(cudaSetDevice(local % ndev), "cudaSetDevice") ||
       !cuda_ok(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking),
                "cudaStreamCreate"))
     return 1;
-  r->each = ((size_t)(r->o.state_mb * 1048576.0) / (size_t)r->o.bufs + 4095) & ~(size_t)4095;
+  r->each = ((size_t)(r->o.state_mb * 1048576.0) / (size_t)r->o.bufs + 4095) &
+            ~(size_t)4095;
   r->bytes = r->each * (size_t)r->o.bufs;
-  if (!cuda_ok(cudaHostAlloc((void **)&r->pinned, r->bytes, cudaHostAllocDefault),
-               "cudaHostAlloc") ||
+  if (!cuda_ok(
+          cudaHostAlloc((void **)&r->pinned, r->bytes, cudaHostAllocDefault),
+          "cudaHostAlloc") ||
       !(r->expect = malloc(r->bytes)))
     return 1;
   uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(r->rank + 1);
@@ -213,7 +259,8 @@ static int setup(run_t *r) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     memcpy(r->expect + i, &x, 8);
   }
-  ft_buf_opts_t bo = {.kind = FT_KIND_PARAM, .memory = FT_MEM_CUDA, .cuda_stream = r->stream};
+  ft_buf_opts_t bo = {
+      .kind = FT_KIND_PARAM, .memory = FT_MEM_CUDA, .cuda_stream = r->stream};
   for (int i = 0; i < r->o.bufs; i++) {
     char name[32];
     snprintf(name, sizeof name, "dev%d", i);
@@ -224,31 +271,38 @@ static int setup(run_t *r) {
       return 1;
     int rc = ft_register(r->ctx, name, r->dev[i], r->each, &bo);
     if (rc != FT_OK) {
-      fprintf(stderr, "ft-bench-cuda: ft_register %s: %s\n", name, ft_err_name(rc));
+      fprintf(stderr, "ft-bench-cuda: ft_register %s: %s\n", name,
+              ft_err_name(rc));
       return 1;
     }
   }
-  /* The baseline's destination is warm too: its pages are mapped and
-   * pinned, as the store slots are after the warm-up snapshots. */
-  return plain(r) < 0;
+  return 0;
 }
 
-/* Zero the device, restore, compare every byte. */
+/* Zero the device, restore, compare every byte; 1 where anything failed on
+ * any trainer.  Collective. */
 static int verify(run_t *r) {
-  for (int i = 0; i < r->o.bufs; i++)
-    if (!cuda_ok(cudaMemset(r->dev[i], 0, r->each), "cudaMemset"))
-      return 1;
+  int bad = 0;
+  for (int i = 0; i < r->o.bufs && !bad; i++)
+    bad = !cuda_ok(cudaMemset(r->dev[i], 0, r->each), "cudaMemset");
+  /* ftrt's restore copies on a stream of its own, not ordered after these */
+  if (!bad)
+    bad = !cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (any_of(r->comm, bad))
+    return 1;
   uint64_t step = 0;
   int rc = ft_restore(r->ctx, &step);
-  if (rc != FT_OK || step != r->step) {
-    fprintf(stderr, "ft-bench-cuda: ft_restore: %s, step %llu (expected %llu)\n",
-            ft_err_name(rc), (unsigned long long)step, (unsigned long long)r->step);
+  if (rc != FT_OK || step != r->step)
+    fprintf(
+        stderr, "ft-bench-cuda: ft_restore: %s, step %llu (expected %llu)\n",
+        ft_err_name(rc), (unsigned long long)step, (unsigned long long)r->step);
+  if (any_of(r->comm, rc != FT_OK || step != r->step))
     return 1;
-  }
   memset(r->pinned, 0xa5, r->bytes);
-  if (plain(r) < 0)
+  double t;
+  if (plain(r, &t))
     return 1;
-  return memcmp(r->pinned, r->expect, r->bytes) != 0;
+  return any_of(r->comm, memcmp(r->pinned, r->expect, r->bytes) != 0);
 }
 
 int main(int argc, char **argv) {
@@ -279,34 +333,31 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(r.comm, &r.rank);
   const char *cap = getenv("FT_CAPTURE");
   r.lazy = cap && !strcmp(cap, "lazy");
-  int bad = setup(&r), any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, r.comm);
-  double tp[MAX_REPS], ts[MAX_REPS], ratio[MAX_REPS], st;
-  for (int i = 0; i < r.o.warmup && !any; i++) {
-    any = snap(&r, 0, &st) != FT_OK;
-    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, r.comm);
-  }
+  int any = any_of(r.comm, setup(&r));
+  double tp[MAX_REPS], ts[MAX_REPS], ratio[MAX_REPS], st, base = 0;
+  /* The baseline's destination is warm too: its pages are mapped and
+   * pinned, as the store slots are after the warm-up snapshots. */
+  if (!any)
+    any = plain(&r, &base);
+  for (int i = 0; i < r.o.warmup && !any; i++)
+    any = snap(&r, 0, &st);
   double compute_s = 0;
-  if (!any && r.lazy) {
-    double base = plain(&r);
+  if (!any && r.lazy && !(any = plain(&r, &base)))
     compute_s = r.o.compute_ms > 0 ? r.o.compute_ms / 1e3 : 4 * base;
-  }
   for (int i = 0; i < r.o.reps && !any; i++) {
     int first = i % 2;
+    if ((any = any_of(r.comm, stamp(&r, (uint64_t)i + 1))))
+      break;
     if (first)
-      tp[i] = plain(&r);
-    any |= snap(&r, compute_s, &ts[i]) != FT_OK;
-    if (!first)
-      tp[i] = plain(&r);
-    any |= tp[i] < 0 || ts[i] < 0;
-    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, r.comm);
+      any = plain(&r, &tp[i]);
+    any = any || snap(&r, compute_s, &ts[i]);
+    if (!first && !any)
+      any = plain(&r, &tp[i]);
     if (!any)
       ratio[i] = tp[i] / ts[i];
   }
-  if (!any) {
+  if (!any)
     any = verify(&r);
-    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, r.comm);
-  }
   if (r.rank == 0 && !any) {
     struct cudaDeviceProp prop;
     int dev = 0;
@@ -319,7 +370,8 @@ int main(int argc, char **argv) {
     double mp = median(tp, r.o.reps), ms = median(ts, r.o.reps);
     printf("# %s capture, %.1f MiB in %d device buffers, %d reps, every byte "
            "restored exactly\n",
-           r.lazy ? "lazy" : "sync", (double)r.bytes / 1048576.0, r.o.bufs, r.o.reps);
+           r.lazy ? "lazy" : "sync", (double)r.bytes / 1048576.0, r.o.bufs,
+           r.o.reps);
     printf("result cuda_bytes %zu\n", r.bytes);
     printf("result cuda_memcpy_s %.6f\nresult cuda_memcpy_gbs %.3f\n", mp,
            (double)r.bytes / mp / 1e9);
@@ -328,7 +380,8 @@ int main(int argc, char **argv) {
     printf("result cuda_compute_s %.6f\n", compute_s);
     printf("result cuda_stall_ratio %.3f\n", median(ratio, r.o.reps));
   } else if (r.rank == 0) {
-    fprintf(stderr, "ft-bench-cuda: run failed or restored wrong bytes: no figures\n");
+    fprintf(stderr,
+            "ft-bench-cuda: run failed or restored wrong bytes: no figures\n");
   }
   ft_finalize(r.ctx);
   return any ? 1 : 0;

@@ -29,6 +29,7 @@
 #include "ftrt.h"
 
 struct ft__cuda {
+  int device;          /* current when the handle was made */
   cudaStream_t stream; /* private, non-blocking: every copy goes here */
   cudaEvent_t ordered; /* recorded on the trainer's stream before a copy */
   int first;           /* first error since the last wait, FT_OK if none */
@@ -121,7 +122,9 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
     ft__free(c);
     return st;
   }
-  cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+  cudaError_t e = cudaGetDevice(&c->device);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     st = record_cuda_error(c, e, "cudaStreamCreateWithFlags");
     ft__msgf(st, msg, msglen, "%s", c->err);
@@ -138,6 +141,11 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   }
   *out = c;
   return FT_OK;
+}
+
+void ft__cuda_bind_thread(const ft__cuda_t *c) {
+  if (c && cudaSetDevice(c->device) != cudaSuccess)
+    (void)cudaGetLastError(); /* the copy that follows reports it */
 }
 
 void ft__cuda_destroy(ft__cuda_t *c) {

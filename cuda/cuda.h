@@ -32,6 +32,11 @@ typedef struct ft__cuda ft__cuda_t;
  */
 int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen);
 
+/* Make the handle's device current on the calling thread (a thread of the
+ * library's own, such as lazy capture's copier, starts on device 0).  No-op
+ * for NULL and in the stub. */
+void ft__cuda_bind_thread(const ft__cuda_t *c);
+
 /* Wait for queued copies, then free everything.  c may be NULL. */
 void ft__cuda_destroy(ft__cuda_t *c);
 

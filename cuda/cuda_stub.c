@@ -15,6 +15,8 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
   return ft__msgf(FT_ENOTSUP, msg, msglen, "%s", FT__NO_CUDA);
 }
 
+void ft__cuda_bind_thread(const ft__cuda_t *c) { (void)c; }
+
 void ft__cuda_destroy(ft__cuda_t *c) { (void)c; }
 
 int ft__cuda_is_device_ptr(const void *ptr) {

@@ -119,8 +119,7 @@ static int adopt_one(ft_ctx_t *c, server_t *sv, const char *name) {
    * adopted store of another run or layout with the same version number
    * would serve other bytes under the same names. */
   if (a->meta.run != sv->meta->run ||
-      !ft__meta_describes(&a->meta, a->slot.hdr->layout,
-                          a->slot.hdr->epoch)) {
+      !ft__meta_describes(&a->meta, a->slot.hdr->layout, a->slot.hdr->epoch)) {
     FT_LOGE(&c->log,
             "ft_restore: %s is not a copy of this run's version %llu that "
             "its metadata describes (run %016llx, layout %u, epoch %llu); "
@@ -278,9 +277,10 @@ static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
     total += (size_t)counts[i];
   }
   if (rc == FT_OK)
-    rc = ft__agree(c->app_comm,
-                   total > INT_MAX ? too_big(c, total, "gather tables of")
-                   : (*blob = ft__malloc(total + 8)) ? FT_OK : FT_ENOMEM);
+    rc = ft__agree(c->app_comm, total > INT_MAX
+                                    ? too_big(c, total, "gather tables of")
+                                : (*blob = ft__malloc(total + 8)) ? FT_OK
+                                                                  : FT_ENOMEM);
   if (rc == FT_OK) {
     MPI_Allgatherv(mine, cnt, MPI_BYTE, *blob, counts, displs, MPI_BYTE,
                    c->app_comm);
@@ -292,7 +292,8 @@ static int share_tables(ft_ctx_t *c, const server_t *sv, entry_t **all,
   return rc;
 }
 
-static const ft__buf_rec_t *find_buf(const ft__rank_rec_t *r, const char *name) {
+static const ft__buf_rec_t *find_buf(const ft__rank_rec_t *r,
+                                     const char *name) {
   for (uint32_t b = 0; b < r->nbufs; b++)
     if (strcmp(r->bufs[b].name, name) == 0)
       return &r->bufs[b];
@@ -319,8 +320,8 @@ static int candidate(const ft__reg_t *r, int reg, const entry_t *e, int me,
   const ft__buf_rec_t *b = find_buf(&e->rec, r->name);
   if (!b)
     return 0;
-  *x = (want_t){.q = {.old_rank = e->rec.rank}, .server = e->server,
-                .reg = reg};
+  *x =
+      (want_t){.q = {.old_rank = e->rec.rank}, .server = e->server, .reg = reg};
   if (!r->opts.global_bytes) {
     if (e->rec.rank != (uint32_t)me || b->global_bytes || b->bytes != r->bytes)
       return 0;
@@ -344,8 +345,8 @@ static int by_dst(const void *a, const void *b) {
   return x->dst_off < y->dst_off ? -1 : x->dst_off > y->dst_off;
 }
 
-int ft__reslice_plan_buffer(ft_ctx_t *c, int reg, const entry_t *all,
-                            int nall, int me, want_t **w, int *n, int *cap) {
+int ft__reslice_plan_buffer(ft_ctx_t *c, int reg, const entry_t *all, int nall,
+                            int me, want_t **w, int *n, int *cap) {
   const ft__reg_t *r = &c->regs[reg];
   want_t *cand = ft__malloc((size_t)nall * sizeof(*cand));
   if (!cand)
@@ -457,8 +458,8 @@ typedef struct xfer {
   plan_t p;
   request_t *q, *in; /* requests sent (one per want), received */
   int nin;
-  uint8_t *stage;    /* received bytes of device buffers, in want order */
-  MPI_Request *req;  /* one per want and one per request served */
+  uint8_t *stage;   /* received bytes of device buffers, in want order */
+  MPI_Request *req; /* one per want and one per request served */
   uint64_t want_bytes, stage_bytes;
 } xfer_t;
 
@@ -470,7 +471,8 @@ static void free_xfer(xfer_t *x) {
 /* Requests in server order. */
 static int plan_requests(ft_ctx_t *c, xfer_t *x, want_t *w, int nw, int n) {
   int rc = alloc_plan(&x->p, n);
-  if (rc == FT_OK && !(x->q = ft__malloc((size_t)(nw ? nw : 1) * sizeof(*x->q))))
+  if (rc == FT_OK &&
+      !(x->q = ft__malloc((size_t)(nw ? nw : 1) * sizeof(*x->q))))
     rc = FT_ENOMEM;
   if (rc)
     return rc;
@@ -515,8 +517,9 @@ static int move(ft_ctx_t *c, const server_t *sv, xfer_t *x, const want_t *w,
   uint64_t staged = 0;
   for (int i = 0; i < nw; i++) {
     const ft__reg_t *r = &c->regs[w[i].reg];
-    uint8_t *dst = r->opts.memory == FT_MEM_CUDA ? x->stage + staged
-                                                 : (uint8_t *)r->ptr + w[i].dst_off;
+    uint8_t *dst = r->opts.memory == FT_MEM_CUDA
+                       ? x->stage + staged
+                       : (uint8_t *)r->ptr + w[i].dst_off;
     if (r->opts.memory == FT_MEM_CUDA)
       staged += w[i].q.len;
     else /* often untouched in a relaunched process: faulted in at once */
@@ -589,8 +592,9 @@ static int plan_all(ft_ctx_t *c, const server_t *sv, want_t **w, int *nw) {
 
 int ft__reslice_restore(ft_ctx_t *c, ft__slot_t *own) {
   server_t *sv = ft__calloc(1, sizeof(*sv));
-  int rc = !sv ? FT_ENOMEM : c->local_idx == 0 ? open_server(c, sv, own)
-                                                : FT_OK;
+  int rc = !sv                 ? FT_ENOMEM
+           : c->local_idx == 0 ? open_server(c, sv, own)
+                               : FT_OK;
   want_t *w = NULL;
   int nw = 0;
   if ((rc = ft__agree(c->app_comm, rc)) == FT_OK)

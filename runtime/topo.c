@@ -99,7 +99,8 @@ static hwloc_obj_t numa_of(hwloc_topology_t topo, int cpu) {
  * launcher set) keeps its SMP there; hwloc's allowed set is the cgroup's,
  * the whole machine. */
 static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, where_t *w) {
-  hwloc_bitmap_t online = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(topo));
+  hwloc_bitmap_t online =
+      hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(topo));
   hwloc_bitmap_t mine = hwloc_bitmap_alloc();
   if (hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_PROCESS) == 0 &&
       !hwloc_bitmap_iszero(mine))
@@ -129,7 +130,8 @@ static void choose(hwloc_topology_t topo, hwloc_bitmap_t busy, where_t *w) {
           w);
   hwloc_bitmap_free(pick);
   hwloc_bitmap_free(near);
-  hwloc_bitmap_free(free_set);  hwloc_bitmap_free(online);
+  hwloc_bitmap_free(free_set);
+  hwloc_bitmap_free(online);
 }
 
 void ft__topo_bind_smp(ft_ctx_t *c, char *out, size_t outlen, char *cpus,

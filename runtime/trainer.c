@@ -194,7 +194,8 @@ static int wait_for(ft_ctx_t *c, int (*cond)(ft_ctx_t *), const char *what) {
     }
     double left = deadline - ft__now();
     if (left <= 0) {
-      FT_LOGE(&c->log, "%s: no sign of life from the SMP of %s for %.0f s (FT_TIMEOUT)",
+      FT_LOGE(&c->log,
+              "%s: no sign of life from the SMP of %s for %.0f s (FT_TIMEOUT)",
               what, c->host, c->cfg.timeout_s);
       return FT_ETIMEDOUT;
     }
@@ -249,13 +250,16 @@ static int ensure_layout(ft_ctx_t *c) {
 static void pin_slot(ft_ctx_t *c, int i) {
   if (!c->cuda || c->cuda_pinned[i])
     return;
-  int rc = ft__cuda_register_host(c->cuda, c->slot[i].map, c->slot[i].map_bytes);
+  int rc =
+      ft__cuda_register_host(c->cuda, c->slot[i].map, c->slot[i].map_bytes);
   c->cuda_pinned[i] = rc == FT_OK ? 1 : -1;
   if (rc && !c->cuda_pin_warned++)
-    FT_LOGW(&c->log, "ft_snapshot: CUDA cannot pin the store (slot %d, %zu bytes, "
+    FT_LOGW(&c->log,
+            "ft_snapshot: CUDA cannot pin the store (slot %d, %zu bytes, "
             "under %s): %s; device copies go through CUDA's staging buffers, "
             "slower (a store on tmpfs, such as /dev/shm, can be pinned)",
-            i, c->slot[i].map_bytes, c->cfg.store_root, ft__cuda_last_error(c->cuda));
+            i, c->slot[i].map_bytes, c->cfg.store_root,
+            ft__cuda_last_error(c->cuda));
 }
 
 /* Which buffers a pass copies.  Lazy mode copies the small state the next
@@ -289,7 +293,8 @@ static int copy_out(ft_ctx_t *c, int pass) {
       memcpy(region + r->offset, r->ptr, r->bytes);
   }
   if (c->cuda && rc == FT_OK && (rc = ft__cuda_wait(c->cuda)))
-    FT_LOGE(&c->log, "ft_snapshot: device copies: %s", ft__cuda_last_error(c->cuda));
+    FT_LOGE(&c->log, "ft_snapshot: device copies: %s",
+            ft__cuda_last_error(c->cuda));
   return rc;
 }
 
@@ -305,6 +310,7 @@ static void *copier(void *arg) {
   /* The SMP's core is idle while trainers copy; the trainer's is not. */
   if (c->ctl->smp_cpus[0])
     ft__topo_thread_to(c->ctl->smp_cpus);
+  ft__cuda_bind_thread(c->cuda);
   c->copy_status = copy_out(c, COPY_LAZY);
   copy_done(c, c->copy_status);
   return NULL;
@@ -436,10 +442,9 @@ int ft_snapshot(ft_ctx_t *c, uint64_t step) {
   /* The previous lazy copy reads hold_gen: it must be over before the gate
    * decides for this snapshot. */
   int rc = ft_fence(c);
-  c->hold_gen = c->ctl && rc == FT_OK
-                    ? ft__hold_gate(c->ctl, &me(c)->gate_step, step,
-                                    TRAINER_HOLDS)
-                    : 0;
+  c->hold_gen = c->ctl && rc == FT_OK ? ft__hold_gate(c->ctl, &me(c)->gate_step,
+                                                      step, TRAINER_HOLDS)
+                                      : 0;
   rc = snapshot(c, step, rc);
   if (rc == FT_OK)
     rc = hold_after_commit(c, step);
@@ -481,8 +486,7 @@ static int verify_region(ft_ctx_t *c, ft__slot_t *s) {
   char msg[512];
   uint64_t off = s->hdr->rank_off[c->local_idx];
   if (s->hdr->rank_bytes[c->local_idx] != c->region_bytes) {
-    FT_LOGE(&c->log,
-            "%s: rank %d holds %llu bytes, this run registered %llu",
+    FT_LOGE(&c->log, "%s: rank %d holds %llu bytes, this run registered %llu",
             s->path, c->local_idx,
             (unsigned long long)s->hdr->rank_bytes[c->local_idx],
             (unsigned long long)c->region_bytes);

@@ -16,7 +16,8 @@
 #define N (8u << 20)
 
 static unsigned char pat(int rank, int which, size_t i) {
-  return (unsigned char)((i * 131u + (size_t)which * 7u + (size_t)rank * 29u) >> 3);
+  return (unsigned char)((i * 131u + (size_t)which * 7u + (size_t)rank * 29u) >>
+                         3);
 }
 
 static int check(const unsigned char *h, int rank, int which, size_t n) {
@@ -71,22 +72,25 @@ int main(int argc, char **argv) {
     rc = ft_wait_committed(ctx, NULL);
   cudaMemset(d0, 0, N);
   cudaMemset(d1, 0, N);
+  cudaDeviceSynchronize(); /* ftrt's restore copies on a stream of its own */
   memset(host, 0, N);
   uint64_t step = 0;
   if (rc == FT_OK && (at = "ft_restore"))
     rc = ft_restore(ctx, &step);
   if (rc != FT_OK)
-    fprintf(stderr, "cuda-restore rank %d: %s failed: %s\n", rank, at, ft_err_name(rc));
+    fprintf(stderr, "cuda-restore rank %d: %s failed: %s\n", rank, at,
+            ft_err_name(rc));
   int bad = rc != FT_OK || step != 5;
   cudaMemcpy(tmp, d0, N, cudaMemcpyDeviceToHost);
   bad |= check(tmp, rank, 0, N);
   cudaMemcpy(tmp, d1, N, cudaMemcpyDeviceToHost);
   bad |= check(tmp, rank, 1, N) << 1;
   bad |= check(host, rank, 2, N) << 2;
-  printf("cuda-restore rank %d: %s, step %llu, device0 %s, device1 %s, host %s\n",
-         rank, ft_err_name(rc), (unsigned long long)step,
-         bad & 1 ? "WRONG" : "exact", bad & 2 ? "WRONG" : "exact",
-         bad & 4 ? "WRONG" : "exact");
+  printf(
+      "cuda-restore rank %d: %s, step %llu, device0 %s, device1 %s, host %s\n",
+      rank, ft_err_name(rc), (unsigned long long)step,
+      bad & 1 ? "WRONG" : "exact", bad & 2 ? "WRONG" : "exact",
+      bad & 4 ? "WRONG" : "exact");
   int any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_BOR, comm);
   ft_finalize(ctx);
