@@ -35,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/baseline.h"
 #include "ftrt.h"
 
 #define MAX_REPS 1000
@@ -46,24 +46,6 @@ typedef struct opts {
   double state_mb, compute_ms;
   int bufs, reps, warmup;
 } opts_t;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-  double s[MAX_REPS];
-  memcpy(s, v, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_d);
-  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
 
 static void usage(FILE *f) {
   fputs(
@@ -158,9 +140,9 @@ static volatile uint64_t sink;
 /* Host compute of about `seconds`: the trainer's own work while a lazy
  * capture copies. */
 static void compute(double seconds) {
-  double end = now() + seconds;
+  double end = fb_now() + seconds;
   uint64_t x = sink;
-  while (now() < end)
+  while (fb_now() < end)
     for (int i = 0; i < 1000; i++)
       x = x * 6364136223846793005ull + 1442695040888963407ull;
   sink = x;
@@ -188,14 +170,14 @@ static int any_of(MPI_Comm comm, int bad) {
  * failed on any trainer. */
 static int plain(run_t *r, double *t) {
   MPI_Barrier(r->comm);
-  double t0 = now();
+  double t0 = fb_now();
   int ok = 1;
   for (int i = 0; i < r->o.bufs && ok; i++)
     ok = cuda_ok(cudaMemcpyAsync(r->pinned + (size_t)i * r->each, r->dev[i],
                                  r->each, cudaMemcpyDeviceToHost, r->stream),
                  "cudaMemcpyAsync");
   ok = ok && cuda_ok(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
-  *t = max_all(r->comm, now() - t0);
+  *t = max_all(r->comm, fb_now() - t0);
   return any_of(r->comm, !ok);
 }
 
@@ -219,15 +201,15 @@ static int stamp(run_t *r, uint64_t rep) {
 /* One snapshot; the stall into *stall; 1 where it failed on any trainer. */
 static int snap(run_t *r, double compute_s, double *stall) {
   MPI_Barrier(r->comm);
-  double t0 = now();
+  double t0 = fb_now();
   int rc = ft_snapshot(r->ctx, ++r->step);
-  double t1 = now();
+  double t1 = fb_now();
   if (rc == FT_OK && compute_s > 0)
     compute(compute_s);
-  double t2 = now();
+  double t2 = fb_now();
   if (rc == FT_OK)
     rc = ft_fence(r->ctx);
-  double t3 = now();
+  double t3 = fb_now();
   if (rc == FT_OK)
     rc = ft_wait_committed(r->ctx, NULL);
   *stall = max_all(r->comm, (t1 - t0) + (t3 - t2));
@@ -367,7 +349,7 @@ int main(int argc, char **argv) {
         *c = *c == ' ' ? '_' : *c;
       printf("result cuda_device %s\n", prop.name);
     }
-    double mp = median(tp, r.o.reps), ms = median(ts, r.o.reps);
+    double mp = fb_median(tp, r.o.reps), ms = fb_median(ts, r.o.reps);
     printf("# %s capture, %.1f MiB in %d device buffers, %d reps, every byte "
            "restored exactly\n",
            r.lazy ? "lazy" : "sync", (double)r.bytes / 1048576.0, r.o.bufs,
@@ -378,7 +360,7 @@ int main(int argc, char **argv) {
     printf("result cuda_stall_s %.6f\nresult cuda_stall_gbs %.3f\n", ms,
            (double)r.bytes / ms / 1e9);
     printf("result cuda_compute_s %.6f\n", compute_s);
-    printf("result cuda_stall_ratio %.3f\n", median(ratio, r.o.reps));
+    printf("result cuda_stall_ratio %.3f\n", fb_median(ratio, r.o.reps));
   } else if (r.rank == 0) {
     fprintf(stderr,
             "ft-bench-cuda: run failed or restored wrong bytes: no figures\n");
