@@ -30,12 +30,16 @@ struct ft_ctx {
   ft__log_t log;
   int mpi_owned; /* ft_init called MPI_Init */
   MPI_Comm node_comm, app_comm, smp_comm;
+  /* app_comm's duplicate for the library's point-to-point messages (a
+   * re-sliced restore): a receive the application has posted on app_comm
+   * can never take one of them. */
+  MPI_Comm lib_comm;
   int world_rank, world_size;
   int is_smp;
-  int node_size;  /* ranks of this node, SMP included */
-  int nlocal;     /* trainers of this node */
-  int local_idx;  /* this trainer's index on the node */
-  int vnode;      /* virtual node index, -1 on real nodes */
+  int node_size; /* ranks of this node, SMP included */
+  int nlocal;    /* trainers of this node */
+  int local_idx; /* this trainer's index on the node */
+  int vnode;     /* virtual node index, -1 on real nodes */
   char host[FT_NAME_MAX];
   ft__dir_t dir; /* the store directory (store.h), open from start-up */
   ft__ctl_t *ctl;
@@ -47,11 +51,11 @@ struct ft_ctx {
                         * doubling, freed with the context */
   ft__reg_t *regs;
   uint64_t region_bytes;
-  int published;    /* registration table handed to the SMP */
+  int published;     /* registration table handed to the SMP */
   int layout_status; /* what the layout answered, kept for later calls */
-  int frozen;       /* no more ft_register */
+  int frozen;        /* no more ft_register */
   ft__slot_t slot[FT_NSLOTS];
-  uint64_t version; /* last snapshot started */
+  uint64_t version;  /* last snapshot started */
   uint32_t hold_gen; /* hold armed for this snapshot (hold.h), else 0 */
   pthread_t copier;
   int copying;

@@ -9,9 +9,9 @@
  * no rank is left waiting in a collective that the others abandoned.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,7 +61,9 @@ static int split_roles(ft_ctx_t *c) {
   if (MPI_Comm_split(MPI_COMM_WORLD, c->is_smp ? MPI_UNDEFINED : 0,
                      c->world_rank, &c->app_comm) != MPI_SUCCESS ||
       MPI_Comm_split(MPI_COMM_WORLD, c->is_smp ? 0 : MPI_UNDEFINED,
-                     c->world_rank, &c->smp_comm) != MPI_SUCCESS)
+                     c->world_rank, &c->smp_comm) != MPI_SUCCESS ||
+      (c->app_comm != MPI_COMM_NULL &&
+       MPI_Comm_dup(c->app_comm, &c->lib_comm) != MPI_SUCCESS))
     return FT_EMPI;
   return FT_OK;
 }
@@ -80,7 +82,7 @@ static int check_node_shape(ft_ctx_t *c, char *msg, size_t msglen) {
 }
 
 static void free_comms(ft_ctx_t *c) {
-  MPI_Comm *comms[] = {&c->node_comm, &c->app_comm, &c->smp_comm};
+  MPI_Comm *comms[] = {&c->node_comm, &c->app_comm, &c->smp_comm, &c->lib_comm};
   for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++)
     if (*comms[i] != MPI_COMM_NULL)
       MPI_Comm_free(comms[i]);
@@ -168,8 +170,9 @@ static void init_silent(void *arg, const ft__pulse_t *p, int rank) {
 static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
   int rc = ft__pulse_init(p, MPI_COMM_WORLD, c->cfg.timeout_s);
   if (rc == FT_ETIMEDOUT) {
-    FT_LOGE(&c->log, "ft_init: not every process came within %.0f s "
-                     "(FT_TIMEOUT): a host may be dead or partitioned",
+    FT_LOGE(&c->log,
+            "ft_init: not every process came within %.0f s "
+            "(FT_TIMEOUT): a host may be dead or partitioned",
             c->cfg.timeout_s);
     _exit(1);
   }
@@ -202,7 +205,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   ft_ctx_t *c = ft__calloc(1, sizeof(*c));
   if (!c)
     return FT_ENOMEM;
-  c->node_comm = c->app_comm = c->smp_comm = MPI_COMM_NULL;
+  c->node_comm = c->app_comm = c->smp_comm = c->lib_comm = MPI_COMM_NULL;
   ft__dir_init(&c->dir, "");
   ft__log_init(&c->log, FT_LOG_WARN, "?", -1, "init");
   int rc = start_mpi(c, argc, argv);
@@ -221,7 +224,8 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   int local = ft__config_load(&c->cfg, ft__config_env, NULL, msg, sizeof(msg));
   if ((rc = ft__agree(MPI_COMM_WORLD, local)))
     return log_once_and_destroy(c, rc, local, msg);
-  if ((rc = ft__config_same(MPI_COMM_WORLD, &c->cfg, c->host, msg, sizeof(msg))))
+  if ((rc =
+           ft__config_same(MPI_COMM_WORLD, &c->cfg, c->host, msg, sizeof(msg))))
     return log_once_and_destroy(c, rc, rc, msg);
   static ft__pulse_t watch;
   watch_start(c, &watch);

@@ -389,23 +389,69 @@ static uint8_t *region_of(const held_t *h) {
   return h->slot->map + h->slot->hdr->rank_off[h->idx];
 }
 
-/* Server side: check every requested range (bounds, CRCs) before any byte
- * moves. */
-static int check_requests(ft_ctx_t *c, const server_t *sv, const request_t *q,
-                          int nq) {
+/* The chunks of one slot already checked by this restore: a chunk holds
+ * about 1/k of a node's data, and many requests (a piece of every buffer)
+ * fall in the same one. */
+typedef struct checked {
+  const ft__slot_t *slot;
+  uint8_t *done; /* [k + m] */
+} checked_t;
+
+/* Check the chunks of h's slot under [off, off + len) that are not yet. */
+static int check_range(ft_ctx_t *c, checked_t *ck, int *nck,
+                       const ft__slot_t *s, uint64_t off, uint64_t len) {
+  const ft__slot_hdr_t *hd = s->hdr;
+  if (len == 0 || hd->chunk_bytes == 0)
+    return FT_OK;
+  int i = 0;
+  while (i < *nck && ck[i].slot != s)
+    i++;
+  if (i == *nck) {
+    if (!(ck[i].done = ft__calloc(hd->k + hd->m, 1)))
+      return FT_ENOMEM;
+    ck[i].slot = s;
+    (*nck)++;
+  }
+  uint64_t first = (off - hd->data_off) / hd->chunk_bytes;
+  uint64_t last = (off + len - 1 - hd->data_off) / hd->chunk_bytes;
   char msg[512];
-  for (int i = 0; i < nq; i++) {
-    const held_t *h = find_held(sv, q[i].old_rank);
-    if (!h || q[i].src_off + q[i].len > h->slot->hdr->rank_bytes[h->idx])
-      return FT_EMISMATCH;
-    uint64_t off = h->slot->hdr->rank_off[h->idx] + q[i].src_off;
-    int rc = ft__slot_verify_range(h->slot, off, q[i].len, msg, sizeof(msg));
+  for (uint64_t k = first; k <= last && k < hd->k + hd->m; k++) {
+    if (ck[i].done[k])
+      continue;
+    int rc = ft__slot_verify(s, (uint32_t)k, 1, msg, sizeof(msg));
     if (rc) {
       FT_LOGE(&c->log, "ft_restore: %s", msg);
       return rc;
     }
+    ck[i].done[k] = 1;
   }
   return FT_OK;
+}
+
+/* Server side: check every requested range (bounds, CRCs) before any byte
+ * moves, each chunk once. */
+static int check_requests(ft_ctx_t *c, const server_t *sv, const request_t *q,
+                          int nq) {
+  checked_t *ck = ft__calloc((size_t)sv->nheld + 1, sizeof(*ck));
+  int nck = 0, rc = ck ? FT_OK : FT_ENOMEM;
+  for (int i = 0; rc == FT_OK && i < nq; i++) {
+    const held_t *h = find_held(sv, q[i].old_rank);
+    if (!h || q[i].src_off + q[i].len > h->slot->hdr->rank_bytes[h->idx]) {
+      FT_LOGE(&c->log,
+              "ft_restore: asked for %llu bytes at %llu of old rank %u, which "
+              "this node %s",
+              (unsigned long long)q[i].len, (unsigned long long)q[i].src_off,
+              q[i].old_rank, h ? "holds fewer bytes of" : "does not hold");
+      rc = FT_EMISMATCH;
+    } else {
+      rc = check_range(c, ck, &nck, h->slot,
+                       h->slot->hdr->rank_off[h->idx] + q[i].src_off, q[i].len);
+    }
+  }
+  for (int i = 0; i < nck; i++)
+    ft__free(ck[i].done);
+  ft__free(ck);
+  return rc;
 }
 
 typedef struct plan {
@@ -504,36 +550,51 @@ static int send_requests(ft_ctx_t *c, xfer_t *x, int n) {
 
 #define RESLICE_TAG 0x7e51
 
+/* Fault in the host buffers' pieces at once (often untouched in a
+ * relaunched process); changes no byte. */
+static void prefault_wants(ft_ctx_t *c, const want_t *w, int nw) {
+  for (int i = 0; i < nw; i++) {
+    const ft__reg_t *r = &c->regs[w[i].reg];
+    if (r->opts.memory != FT_MEM_CUDA)
+      ft__prefault_user((uint8_t *)r->ptr + w[i].dst_off, w[i].q.len);
+  }
+}
+
 /* Move every piece straight from the server's store slot into the
- * registered buffer that wants it (device buffers through a host stage):
- * no copy of the served bytes, and no fresh pages on either side (a first
- * touch of a page cost about 10 us on the 2-vCPU VM, two for every page of
- * a shrink's restore when the bytes went through buffers of their own).
- * Between two ranks the pieces go in request order with one tag, and MPI
- * does not reorder them. */
+ * registered host buffer that wants it (device buffers through a host
+ * stage of their own): no copy of the served bytes into a buffer of their
+ * own, no receive buffer (a first touch of a page cost about 10 us on the
+ * 2-vCPU VM, two for every page of a shrink's restore when the bytes went
+ * through such buffers).  Between two ranks the pieces go in request order
+ * with one tag on the library's own communicator, and MPI does not reorder
+ * them. */
 static int move(ft_ctx_t *c, const server_t *sv, xfer_t *x, const want_t *w,
                 int nw, int n) {
-  int k = 0;
+  int k = 0, mrc = MPI_SUCCESS;
   uint64_t staged = 0;
-  for (int i = 0; i < nw; i++) {
+  for (int i = 0; i < nw && mrc == MPI_SUCCESS; i++) {
     const ft__reg_t *r = &c->regs[w[i].reg];
     uint8_t *dst = r->opts.memory == FT_MEM_CUDA
                        ? x->stage + staged
                        : (uint8_t *)r->ptr + w[i].dst_off;
     if (r->opts.memory == FT_MEM_CUDA)
       staged += w[i].q.len;
-    else /* often untouched in a relaunched process: faulted in at once */
-      ft__prefault_user(dst, w[i].q.len);
-    MPI_Irecv(dst, (int)w[i].q.len, MPI_BYTE, w[i].server, RESLICE_TAG,
-              c->app_comm, &x->req[k++]);
+    mrc = MPI_Irecv(dst, (int)w[i].q.len, MPI_BYTE, w[i].server, RESLICE_TAG,
+                    c->lib_comm, &x->req[k++]);
   }
-  for (int s = 0, i = 0; s < n; s++)
-    for (int j = 0; j < x->p.rcount[s] / (int)sizeof(request_t); j++, i++) {
+  for (int s = 0, i = 0; s < n && mrc == MPI_SUCCESS; s++)
+    for (int j = 0;
+         j < x->p.rcount[s] / (int)sizeof(request_t) && mrc == MPI_SUCCESS;
+         j++, i++) {
       const held_t *h = find_held(sv, x->in[i].old_rank);
-      MPI_Isend(region_of(h) + x->in[i].src_off, (int)x->in[i].len, MPI_BYTE, s,
-                RESLICE_TAG, c->app_comm, &x->req[k++]);
+      mrc = MPI_Isend(region_of(h) + x->in[i].src_off, (int)x->in[i].len,
+                      MPI_BYTE, s, RESLICE_TAG, c->lib_comm, &x->req[k++]);
     }
-  MPI_Waitall(k, x->req, MPI_STATUSES_IGNORE);
+  if (MPI_Waitall(k, x->req, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+      mrc != MPI_SUCCESS) {
+    FT_LOGE(&c->log, "ft_restore: moving the re-sliced pieces failed in MPI");
+    return FT_EMPI;
+  }
   int rc = FT_OK;
   staged = 0;
   for (int i = 0; rc == FT_OK && i < nw; i++) {
@@ -566,13 +627,17 @@ static int exchange(ft_ctx_t *c, const server_t *sv, want_t *w, int nw) {
     rc = check_requests(c, sv, x.in, x.nin);
     if (rc == FT_OK && x.stage_bytes && !(x.stage = ft__malloc(x.stage_bytes)))
       rc = FT_ENOMEM;
-    if (rc == FT_OK &&
-        !(x.req = ft__malloc((size_t)(nw + x.nin + 1) * sizeof(*x.req))))
+    if (rc == FT_OK && !(x.req = ft__malloc(((size_t)nw + (size_t)x.nin + 1) *
+                                            sizeof(*x.req))))
       rc = FT_ENOMEM;
+    if (rc == FT_OK)
+      prefault_wants(c, w, nw);
     rc = ft__agree(c->app_comm, rc);
   }
+  /* A failure while the pieces move (MPI, a device copy) fails the
+   * restore on every rank: the caller must not train on a partial state. */
   if (rc == FT_OK)
-    rc = move(c, sv, &x, w, nw, n);
+    rc = ft__agree(c->app_comm, move(c, sv, &x, w, nw, n));
   free_xfer(&x);
   return rc;
 }

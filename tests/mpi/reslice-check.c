@@ -5,7 +5,9 @@
  * the rank for the private one), snapshots at STEP and waits for the commit.
  * `reslice-check read STEP` registers the same tensor cut over the new W,
  * calls ft_restore and checks every byte against the pattern; exit 0 only
- * if the step and every byte match.
+ * if the step and every byte match.  While it restores, a receive of the
+ * application's own (any source, any tag on the trainers' communicator) is
+ * pending: no message of the library may complete it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +43,8 @@ int main(int argc, char **argv) {
   uint64_t off, len, step = strtoull(argv[2], NULL, 10), got_step = 0;
   slice(rank, w, &off, &len);
   unsigned char *g = malloc(len), priv[4096];
-  ft_buf_opts_t o = {.kind = FT_KIND_OPTIM, .global_offset = off,
-                     .global_bytes = G};
+  ft_buf_opts_t o = {
+      .kind = FT_KIND_OPTIM, .global_offset = off, .global_bytes = G};
   ft_register(ctx, "tensor", g, len, &o);
   ft_register(ctx, "private", priv, sizeof(priv), NULL);
   int bad = 0, rc;
@@ -55,7 +57,22 @@ int main(int argc, char **argv) {
       rc = ft_wait_committed(ctx, NULL);
   } else {
     memset(g, 0, len);
+    unsigned char mine;
+    MPI_Request pending;
+    MPI_Irecv(&mine, 1, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &pending);
     rc = ft_restore(ctx, &got_step);
+    int cancelled = 0;
+    MPI_Cancel(&pending);
+    MPI_Status st;
+    MPI_Wait(&pending, &st);
+    MPI_Test_cancelled(&st, &cancelled);
+    if (!cancelled) {
+      fprintf(stderr,
+              "reslice-check: rank %d: the application's pending receive "
+              "took a message of the restore\n",
+              rank);
+      bad++;
+    }
     for (uint64_t i = 0; rc == FT_OK && i < len; i++)
       bad += g[i] != pattern(off + i);
     for (size_t i = 0; rc == FT_OK && i < sizeof(priv); i++)
@@ -67,8 +84,7 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, comm);
   if (rank == 0)
     printf("reslice-check %s: %d ranks, status %s, %d wrong bytes, step %llu\n",
-           argv[1], w, ft_err_name(rc), all_bad,
-           (unsigned long long)got_step);
+           argv[1], w, ft_err_name(rc), all_bad, (unsigned long long)got_step);
   ft_finalize(ctx);
   free(g);
   return rc != FT_OK || all_bad ? 1 : 0;
