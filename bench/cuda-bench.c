@@ -93,7 +93,7 @@ static int parse(int argc, char **argv, opts_t *o) {
               argv[i], a);
       return 2;
     }
-    int whole = d == (double)(long)d;
+    int whole = d >= 0 && d <= 1e6 && d == (double)(long)d;
     if (!strcmp(a, "--state-mb") && d > 0 && d <= 1 << 20)
       o->state_mb = d;
     else if (!strcmp(a, "--bufs") && whole && d >= 1 && d <= MAX_BUFS)
@@ -195,7 +195,9 @@ static int stamp(run_t *r, uint64_t rep) {
         return 1;
     }
   }
-  return 0;
+  /* from pageable memory a cudaMemcpy may return before the bytes land, and
+   * the snapshot's copy is not ordered after the legacy stream */
+  return !cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 /* One snapshot; the stall into *stall; 1 where it failed on any trainer. */
@@ -223,7 +225,7 @@ static int setup(run_t *r) {
   MPI_Comm_split_type(r->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local);
   MPI_Comm_free(&node);
-  if (!cuda_ok(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount") ||
+  if (!cuda_ok(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount") || ndev < 1 ||
       !cuda_ok(cudaSetDevice(local % ndev), "cudaSetDevice") ||
       !cuda_ok(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking),
                "cudaStreamCreate"))
@@ -258,7 +260,7 @@ static int setup(run_t *r) {
       return 1;
     }
   }
-  return 0;
+  return !cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 /* Zero the device, restore, compare every byte; 1 where anything failed on

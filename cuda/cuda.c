@@ -123,10 +123,13 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
     return st;
   }
   cudaError_t e = cudaGetDevice(&c->device);
-  if (e == cudaSuccess)
+  const char *what = "cudaGetDevice";
+  if (e == cudaSuccess) {
     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    what = "cudaStreamCreateWithFlags";
+  }
   if (e != cudaSuccess) {
-    st = record_cuda_error(c, e, "cudaStreamCreateWithFlags");
+    st = record_cuda_error(c, e, what);
     ft__msgf(st, msg, msglen, "%s", c->err);
     ft__free(c);
     return st;
@@ -144,8 +147,10 @@ int ft__cuda_create(ft__cuda_t **out, char *msg, size_t msglen) {
 }
 
 void ft__cuda_bind_thread(const ft__cuda_t *c) {
+  /* A failure leaves the thread on its device; the copies then go on the
+   * handle's stream all the same, and CUDA reports what fails there. */
   if (c && cudaSetDevice(c->device) != cudaSuccess)
-    (void)cudaGetLastError(); /* the copy that follows reports it */
+    (void)cudaGetLastError();
 }
 
 void ft__cuda_destroy(ft__cuda_t *c) {

@@ -65,6 +65,12 @@ static int split_roles(ft_ctx_t *c) {
       (c->app_comm != MPI_COMM_NULL &&
        MPI_Comm_dup(c->app_comm, &c->lib_comm) != MPI_SUCCESS))
     return FT_EMPI;
+  /* The duplicate takes app_comm's error handler, which an application
+   * may have set to return errors (mpi4py does): a rank whose send failed
+   * would then leave its peers waiting for the piece.  On the library's
+   * own messages an MPI error ends the job. */
+  if (c->lib_comm != MPI_COMM_NULL)
+    MPI_Comm_set_errhandler(c->lib_comm, MPI_ERRORS_ARE_FATAL);
   return FT_OK;
 }
 

@@ -412,10 +412,19 @@ static int check_range(ft_ctx_t *c, checked_t *ck, int *nck,
     ck[i].slot = s;
     (*nck)++;
   }
+  /* The ranks' regions lie in the k data chunks (checked when the slot was
+   * opened); a range outside them is served by nobody. */
+  if (off < hd->data_off ||
+      (off + len - 1 - hd->data_off) / hd->chunk_bytes >= hd->k) {
+    FT_LOGE(
+        &c->log, "ft_restore: %s: bytes %llu..%llu lie outside its data chunks",
+        s->path, (unsigned long long)off, (unsigned long long)(off + len - 1));
+    return FT_ECORRUPT;
+  }
   uint64_t first = (off - hd->data_off) / hd->chunk_bytes;
   uint64_t last = (off + len - 1 - hd->data_off) / hd->chunk_bytes;
   char msg[512];
-  for (uint64_t k = first; k <= last && k < hd->k + hd->m; k++) {
+  for (uint64_t k = first; k <= last; k++) {
     if (ck[i].done[k])
       continue;
     int rc = ft__slot_verify(s, (uint32_t)k, 1, msg, sizeof(msg));
@@ -436,7 +445,8 @@ static int check_requests(ft_ctx_t *c, const server_t *sv, const request_t *q,
   int nck = 0, rc = ck ? FT_OK : FT_ENOMEM;
   for (int i = 0; rc == FT_OK && i < nq; i++) {
     const held_t *h = find_held(sv, q[i].old_rank);
-    if (!h || q[i].src_off + q[i].len > h->slot->hdr->rank_bytes[h->idx]) {
+    uint64_t rb = h ? h->slot->hdr->rank_bytes[h->idx] : 0;
+    if (!h || q[i].len > rb || q[i].src_off > rb - q[i].len) {
       FT_LOGE(&c->log,
               "ft_restore: asked for %llu bytes at %llu of old rank %u, which "
               "this node %s",
@@ -567,34 +577,29 @@ static void prefault_wants(ft_ctx_t *c, const want_t *w, int nw) {
  * 2-vCPU VM, two for every page of a shrink's restore when the bytes went
  * through such buffers).  Between two ranks the pieces go in request order
  * with one tag on the library's own communicator, and MPI does not reorder
- * them. */
+ * them; an MPI error there ends the job (its error handler is fatal: a rank
+ * that stopped posting would leave its peers waiting for their pieces). */
 static int move(ft_ctx_t *c, const server_t *sv, xfer_t *x, const want_t *w,
                 int nw, int n) {
-  int k = 0, mrc = MPI_SUCCESS;
+  int k = 0;
   uint64_t staged = 0;
-  for (int i = 0; i < nw && mrc == MPI_SUCCESS; i++) {
+  for (int i = 0; i < nw; i++) {
     const ft__reg_t *r = &c->regs[w[i].reg];
     uint8_t *dst = r->opts.memory == FT_MEM_CUDA
                        ? x->stage + staged
                        : (uint8_t *)r->ptr + w[i].dst_off;
     if (r->opts.memory == FT_MEM_CUDA)
       staged += w[i].q.len;
-    mrc = MPI_Irecv(dst, (int)w[i].q.len, MPI_BYTE, w[i].server, RESLICE_TAG,
-                    c->lib_comm, &x->req[k++]);
+    MPI_Irecv(dst, (int)w[i].q.len, MPI_BYTE, w[i].server, RESLICE_TAG,
+              c->lib_comm, &x->req[k++]);
   }
-  for (int s = 0, i = 0; s < n && mrc == MPI_SUCCESS; s++)
-    for (int j = 0;
-         j < x->p.rcount[s] / (int)sizeof(request_t) && mrc == MPI_SUCCESS;
-         j++, i++) {
+  for (int s = 0, i = 0; s < n; s++)
+    for (int j = 0; j < x->p.rcount[s] / (int)sizeof(request_t); j++, i++) {
       const held_t *h = find_held(sv, x->in[i].old_rank);
-      mrc = MPI_Isend(region_of(h) + x->in[i].src_off, (int)x->in[i].len,
-                      MPI_BYTE, s, RESLICE_TAG, c->lib_comm, &x->req[k++]);
+      MPI_Isend(region_of(h) + x->in[i].src_off, (int)x->in[i].len, MPI_BYTE, s,
+                RESLICE_TAG, c->lib_comm, &x->req[k++]);
     }
-  if (MPI_Waitall(k, x->req, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
-      mrc != MPI_SUCCESS) {
-    FT_LOGE(&c->log, "ft_restore: moving the re-sliced pieces failed in MPI");
-    return FT_EMPI;
-  }
+  MPI_Waitall(k, x->req, MPI_STATUSES_IGNORE);
   int rc = FT_OK;
   staged = 0;
   for (int i = 0; rc == FT_OK && i < nw; i++) {

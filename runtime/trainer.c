@@ -305,14 +305,19 @@ static void copy_done(ft_ctx_t *c, int rc) {
   ft__ctl_notify(c->ctl);
 }
 
+static void copy_lazy(ft_ctx_t *c) {
+  c->copy_status = copy_out(c, COPY_LAZY);
+  copy_done(c, c->copy_status);
+}
+
+/* The copier thread: ftrt's own, so it may be moved and given a device. */
 static void *copier(void *arg) {
   ft_ctx_t *c = arg;
   /* The SMP's core is idle while trainers copy; the trainer's is not. */
   if (c->ctl->smp_cpus[0])
     ft__topo_thread_to(c->ctl->smp_cpus);
   ft__cuda_bind_thread(c->cuda);
-  c->copy_status = copy_out(c, COPY_LAZY);
-  copy_done(c, c->copy_status);
+  copy_lazy(c);
   return NULL;
 }
 
@@ -376,8 +381,9 @@ static int run_copy(ft_ctx_t *c) {
   }
   if (pthread_create(&c->copier, NULL, copier, c) == 0)
     c->copying = 1;
-  else /* no thread: copy here rather than fail a version others started */
-    copier(c);
+  else /* no thread: copy here rather than fail a version others started,
+        * on the trainer's thread as it is (its CPUs, its device) */
+    copy_lazy(c);
   return FT_OK;
 }
 
