@@ -414,15 +414,17 @@ static int check_range(ft_ctx_t *c, checked_t *ck, int *nck,
   }
   /* The ranks' regions lie in the k data chunks (checked when the slot was
    * opened); a range outside them is served by nobody. */
-  if (off < hd->data_off ||
-      (off + len - 1 - hd->data_off) / hd->chunk_bytes >= hd->k) {
+  uint64_t first = 0, last = 0;
+  if (off >= hd->data_off) {
+    first = (off - hd->data_off) / hd->chunk_bytes;
+    last = (off + len - 1 - hd->data_off) / hd->chunk_bytes;
+  }
+  if (off < hd->data_off || last >= hd->k) {
     FT_LOGE(
         &c->log, "ft_restore: %s: bytes %llu..%llu lie outside its data chunks",
         s->path, (unsigned long long)off, (unsigned long long)(off + len - 1));
     return FT_ECORRUPT;
   }
-  uint64_t first = (off - hd->data_off) / hd->chunk_bytes;
-  uint64_t last = (off + len - 1 - hd->data_off) / hd->chunk_bytes;
   char msg[512];
   for (uint64_t k = first; k <= last; k++) {
     if (ck[i].done[k])

@@ -284,13 +284,12 @@ static int copy_out(ft_ctx_t *c, int pass) {
       ft__hold_at(c->ctl, c->hold_gen, FT_HOLD_SNAPSHOT, me(c)->step);
       FT_FAULT_POINT(c, "copy");
     }
-    if (r->opts.memory == FT_MEM_CUDA &&
-        (rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
-                                      r->bytes, r->opts.cuda_stream)))
+    if (r->opts.memory != FT_MEM_CUDA)
+      memcpy(region + r->offset, r->ptr, r->bytes);
+    else if ((rc = ft__cuda_copy_d2h_async(c->cuda, region + r->offset, r->ptr,
+                                           r->bytes, r->opts.cuda_stream)))
       FT_LOGE(&c->log, "ft_snapshot: device buffer '%s': %s", r->name,
               ft__cuda_last_error(c->cuda));
-    else if (r->opts.memory != FT_MEM_CUDA)
-      memcpy(region + r->offset, r->ptr, r->bytes);
   }
   if (c->cuda && rc == FT_OK && (rc = ft__cuda_wait(c->cuda)))
     FT_LOGE(&c->log, "ft_snapshot: device copies: %s",
