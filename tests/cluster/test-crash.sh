@@ -32,9 +32,17 @@ for h in head h1 h2 h3; do INODES+=" $(ns_inodes "$(keeper_of $h)" | tr '\n' ' '
 { kill -KILL "$DRIVER"; wait "$DRIVER"; } 2>/dev/null
 n=$(pids_in $INODES | wc -l)
 [ "$n" -ge 10 ] || fail "after the crash only $n processes run in the cluster, expected keepers, mpirun, orteds and ranks"
+# A process holding the head's network namespace open by a descriptor, as
+# nsenter does between opening /proc/PID/ns/net and entering it (the
+# orphaned ft-launch's watchdog pings the hosts that way): after down it
+# could still enter the namespace, and a process would live in it.
+sleep 600 7<"/proc/$(keeper_of head)/ns/net" &
+HOLD=$!
+BG_PIDS+=("$HOLD")
 "$X" down --name "$CL" >/dev/null || fail "down after a crashed driver"
 left=$(pids_in $INODES)
 [ -z "$left" ] || fail "processes left after down: $left"
+dead "$HOLD" || fail "pid $HOLD holds the head's network namespace open after down: it can still be entered"
 assert_gone "$CL"
 no_root_links
 if [ -n "$LAUNCH" ]; then  # an orphan now: it ends once its mpirun is gone
@@ -42,7 +50,7 @@ if [ -n "$LAUNCH" ]; then  # an orphan now: it ends once its mpirun is gone
   dead "$LAUNCH" || fail "ft-launch (pid $LAUNCH) still runs after its cluster went down"
 fi
 CL=
-ok "down after a killed driver shell: $n processes, namespaces, keepers gone"
+ok "down after a killed driver shell: $n processes, namespaces, keepers and a holder of one gone"
 
 # 2. Kill -9 "up" while it builds the cluster; the next "up" must work.
 CL=crashb$$

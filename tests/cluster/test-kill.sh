@@ -40,10 +40,16 @@ grep -qx 'ft-launch: 3 nodes x (1 trainer + 1 SMP) = 6 ranks, job ftrt' "$WORK/l
   { cat "$WORK/launch.out"; fail "ft-launch did not start 3 nodes (h4 is dead)"; }
 before=$(pids_in $INODES | wc -l)
 [ "$before" -ge 4 ] || fail "h3 runs $before processes, expected keeper, orted and 2 ranks"
+# A process outside h3 holding its mount namespace open by a descriptor
+# (as nsenter does before it enters): it would keep h3's /dev/shm alive.
+sleep 600 7<"/proc/$K3/ns/mnt" &
+HOLD=$!
+BG_PIDS+=("$HOLD")
 t0=$(date +%s.%N)
 "$X" kill h3 >"$WORK/kill.out" || fail "ft-cluster kill h3: $(cat "$WORK/kill.out")"
 left=$(pids_in $INODES)
 [ -z "$left" ] || fail "processes of h3 survive the kill: $left"
+dead "$HOLD" || fail "pid $HOLD holds h3's mount namespace open after kill: its /dev/shm lives on"
 ok "kill h3 killed its $before processes (keeper, orted, ranks)"
 
 grep -q " $SHMDEV / /dev/shm " /proc/[0-9]*/mountinfo 2>/dev/null &&
