@@ -97,6 +97,15 @@ grep -qx "# probe: $FT_RSH -q HOST true (5 tries)" <<<"$out" || fail "probe from
 out=$("$L" --dry-run --hostfile "$WORK/hf" --mpirun-arg --mca --mpirun-arg plm_rsh_agent --mpirun-arg "$FT_RSH" -- prog) ||
   fail "probe from --mca plm_rsh_agent: $out"
 grep -qx "# probe: $FT_RSH HOST true (3 tries)" <<<"$out" || fail "probe from --mca plm_rsh_agent: $out"
+# A hostfile's hosts are reached with the rsh agent (--mca plm rsh), unless
+# the user names a launcher with any of mpirun's spellings for it.
+out=$("$L" --dry-run --hostfile "$WORK/hf" -- prog) || fail "--dry-run: $out"
+grep -q '^mpirun .* --mca plm rsh ' <<<"$out" || fail "no --mca plm rsh for a hostfile: $out"
+for opt in --mca -mca --gmca -gmca --prtemca -prtemca; do
+  out=$("$L" --dry-run --hostfile "$WORK/hf" --mpirun-arg "$opt" --mpirun-arg plm --mpirun-arg slurm -- prog) ||
+    fail "--mpirun-arg $opt plm slurm: $out"
+  grep -q -- '--mca plm rsh' <<<"$out" && fail "$opt plm slurm given, ft-launch still adds --mca plm rsh: $out"
+done
 out=$(FT_PROBE='myprobe -x' "$L" --dry-run --hostfile "$WORK/hf" --probe 'other -y' -- prog) || fail "--probe: $out"
 grep -qx '# probe: other -y HOST true (3 tries)' <<<"$out" || fail "--probe wins over FT_PROBE: $out"
 "$L" --dry-run --hostfile "$WORK/hf" --spares 3 -- prog >"$WORK/sp.out" 2>&1; rc=$?
