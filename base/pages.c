@@ -34,13 +34,20 @@ void ft__prefault(const void *p, size_t len, int write) {
   errno = saved; /* an optimisation: its failure is not the caller's */
 }
 
-/* Linux 6.9 or later (its populate gives up on a fault's I/O error). */
+/* Linux 6.9 or later (its populate gives up on a fault's I/O error).  The
+ * kernel does not change under a process: asked once (0 unknown, 1 no, 2
+ * yes; threads that race store the same answer). */
 static int populate_gives_up(void) {
+  static int known;
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (k)
+    return k == 2;
   struct utsname u;
-  int major = 0, minor = 0;
-  if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-    return 0;
-  return major > 6 || (major == 6 && minor >= 9);
+  int major = 0, minor = 0, yes = 0;
+  if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2)
+    yes = major > 6 || (major == 6 && minor >= 9);
+  __atomic_store_n(&known, yes ? 2 : 1, __ATOMIC_RELAXED);
+  return yes;
 }
 
 void ft__prefault_user(void *p, size_t len) {
