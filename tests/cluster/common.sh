@@ -116,6 +116,23 @@ pids_in() {
                           if (index(want, " " ino " ")) print p[3] }' | sort -un
 }
 
+# The clock ticks since boot at which a process started now would start
+# (the start time of this awk).
+ticks_now() { awk '{ sub(/.*\) /, ""); print $20 }' /proc/self/stat; }
+
+# pids_in_before TICKS INODES...: pids_in, only the processes that started
+# before TICKS.  After "down" the inodes are free, and a namespace another
+# test makes may get one of them: its processes are younger.
+pids_in_before() {
+  local t=$1 p st
+  shift
+  for p in $(pids_in "$@"); do
+    st=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$p/stat" 2>/dev/null) || continue
+    [ -n "$st" ] && [ "$st" -lt "$t" ] && echo "$p"
+  done
+  return 0
+}
+
 keepers_named() {  # pids of keepers of cluster $1
   local f a
   for f in /proc/[0-9]*/cmdline; do

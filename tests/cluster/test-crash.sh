@@ -36,13 +36,17 @@ n=$(pids_in $INODES | wc -l)
 # nsenter does between opening /proc/PID/ns/net and entering it (the
 # orphaned ft-launch's watchdog pings the hosts that way): after down it
 # could still enter the namespace, and a process would live in it.
+# The same through the namespace's name, as "ip netns exec" opens it.
 sleep 600 7<"/proc/$(keeper_of head)/ns/net" &
 HOLD=$!
-BG_PIDS+=("$HOLD")
+sleep 600 7<"/run/netns/ftc-$CL-$(cat "$RUNDIR/$CL/id")-h1" &
+HOLD_NAMED=$!
+BG_PIDS+=("$HOLD" "$HOLD_NAMED")
 "$X" down --name "$CL" >/dev/null || fail "down after a crashed driver"
-left=$(pids_in $INODES)
+left=$(pids_in_before "$(ticks_now)" $INODES)
 [ -z "$left" ] || fail "processes left after down: $left"
 dead "$HOLD" || fail "pid $HOLD holds the head's network namespace open after down: it can still be entered"
+dead "$HOLD_NAMED" || fail "pid $HOLD_NAMED holds h1's network namespace open (opened by its name) after down"
 assert_gone "$CL"
 no_root_links
 if [ -n "$LAUNCH" ]; then  # an orphan now: it ends once its mpirun is gone
@@ -85,3 +89,23 @@ dead "$K" || fail "keeper $K of h1 survives down"
 assert_gone "$CL"
 CL=
 ok "down finds keepers and namespaces by name when the state is lost"
+
+# 4. A process of another user named like a keeper of cluster C (in
+# namespaces of its own, so that a "down" that took it for a keeper kills
+# only it) is not a keeper: "down" leaves it alone.
+CL=crashd$$
+unshare --net --mount setpriv --reuid=65534 --regid=65534 --clear-groups \
+  bash -c "exec -a ftrt-keeper/$CL/000000/h1 sleep 600" &
+FAKE=$!
+BG_PIDS+=("$FAKE")
+for i in $(seq 100); do  # until it runs under its name (bounds a hang)
+  [ "$(tr '\0' ' ' <"/proc/$FAKE/cmdline" 2>/dev/null)" = "ftrt-keeper/$CL/000000/h1 600 " ] && break
+  sleep 0.05
+done
+[ "$(tr '\0' ' ' <"/proc/$FAKE/cmdline" 2>/dev/null)" = "ftrt-keeper/$CL/000000/h1 600 " ] ||
+  fail "the fake keeper did not start (test did not test)"
+"$X" down --name "$CL" >/dev/null || fail "down with another user's process named like a keeper"
+dead "$FAKE" && fail "down killed pid $FAKE, another user's process that only bears a keeper's name"
+kill "$FAKE" 2>/dev/null
+CL=
+ok "a process of another user named like a keeper is not taken for one"

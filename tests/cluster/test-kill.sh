@@ -47,7 +47,7 @@ HOLD=$!
 BG_PIDS+=("$HOLD")
 t0=$(date +%s.%N)
 "$X" kill h3 >"$WORK/kill.out" || fail "ft-cluster kill h3: $(cat "$WORK/kill.out")"
-left=$(pids_in $INODES)
+left=$(pids_in_before "$(ticks_now)" $INODES)
 [ -z "$left" ] || fail "processes of h3 survive the kill: $left"
 dead "$HOLD" || fail "pid $HOLD holds h3's mount namespace open after kill: its /dev/shm lives on"
 ok "kill h3 killed its $before processes (keeper, orted, ranks)"
