@@ -224,7 +224,7 @@ int ft__cuda_wait(ft__cuda_t *c) {
 }
 
 int ft__cuda_copy_h2d(ft__cuda_t *c, void *dst_dev, const void *src_host,
-                      size_t len) {
+                      size_t len, void *user_stream) {
   if (!c)
     return FT_EINVAL;
   if (len == 0)
@@ -234,8 +234,14 @@ int ft__cuda_copy_h2d(ft__cuda_t *c, void *dst_dev, const void *src_host,
                     "NULL buffer for a %zu-byte copy", len);
   if (!ft__cuda_is_device_ptr(dst_dev))
     return refuse(c, "destination", dst_dev);
-  cudaError_t e = cudaMemcpyAsync(dst_dev, src_host, len,
-                                  cudaMemcpyHostToDevice, c->stream);
+  cudaError_t e = cudaEventRecord(c->ordered, (cudaStream_t)user_stream);
+  if (e != cudaSuccess)
+    return record_cuda_error(c, e, "cudaEventRecord on the trainer's stream");
+  e = cudaStreamWaitEvent(c->stream, c->ordered, 0);
+  if (e != cudaSuccess)
+    return record_cuda_error(c, e, "cudaStreamWaitEvent");
+  e = cudaMemcpyAsync(dst_dev, src_host, len, cudaMemcpyHostToDevice,
+                      c->stream);
   if (e != cudaSuccess)
     return record_cuda_error(c, e, "cudaMemcpyAsync");
   e = cudaStreamSynchronize(c->stream);

@@ -80,11 +80,14 @@ int ft__cuda_wait(ft__cuda_t *c);
 
 /*
  * Copy len bytes from host memory into device memory dst_dev and wait for it
- * (restore).  Ordered after the copies already queued on the private stream.
- * dst_dev that is not device memory gives FT_EINVAL.
+ * (restore).  Ordered after the copies already queued on the private stream
+ * and after the work queued so far on user_stream (as for a capture: the
+ * buffer's registered stream; NULL is the legacy default stream), so that
+ * an earlier write of the application's still in flight cannot land over
+ * the restored bytes.  dst_dev that is not device memory gives FT_EINVAL.
  */
 int ft__cuda_copy_h2d(ft__cuda_t *c, void *dst_dev, const void *src_host,
-                      size_t len);
+                      size_t len, void *user_stream);
 
 /*
  * The reason for the last failure on c, with the CUDA error name and message

@@ -46,8 +46,8 @@ int ft__cuda_wait(ft__cuda_t *c) {
 }
 
 int ft__cuda_copy_h2d(ft__cuda_t *c, void *dst_dev, const void *src_host,
-                      size_t len) {
-  (void)c, (void)dst_dev, (void)src_host, (void)len;
+                      size_t len, void *user_stream) {
+  (void)c, (void)dst_dev, (void)src_host, (void)len, (void)user_stream;
   return FT_ENOTSUP;
 }
 

@@ -118,7 +118,9 @@ typedef struct {
   ft_mem_kind_t memory;
   uint64_t global_offset;
   uint64_t global_bytes;
-  void *cuda_stream; /* cudaStream_t to order the capture after; NULL: default */
+  /* cudaStream_t whose queued work a capture of the buffer, and a restore
+   * into it, come after; NULL: the legacy default stream */
+  void *cuda_stream;
 } ft_buf_opts_t;
 
 /*

@@ -141,7 +141,8 @@ static int copy_in(ft_ctx_t *c, const uint8_t *stage) {
   for (int i = 0; i < c->nregs; i++) {
     ft__reg_t *r = &c->regs[i];
     if (r->opts.memory == FT_MEM_CUDA) {
-      int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, stage + r->offset, r->bytes);
+      int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, stage + r->offset, r->bytes,
+                                 r->opts.cuda_stream);
       if (rc) {
         FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
                 ft__cuda_last_error(c->cuda));

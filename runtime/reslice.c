@@ -609,7 +609,8 @@ static int move(ft_ctx_t *c, const server_t *sv, xfer_t *x, const want_t *w,
     if (r->opts.memory != FT_MEM_CUDA)
       continue;
     if ((rc = ft__cuda_copy_h2d(c->cuda, (uint8_t *)r->ptr + w[i].dst_off,
-                                x->stage + staged, w[i].q.len)))
+                                x->stage + staged, w[i].q.len,
+                                r->opts.cuda_stream)))
       FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
               ft__cuda_last_error(c->cuda));
     staged += w[i].q.len;

@@ -264,7 +264,7 @@ START_TEST(h2d_sizes) {
   CUDA_OK(cudaMalloc((void **)&dev, devlen));
   CUDA_OK(cudaMemset(dev, CANARY, devlen));
 
-  FT_CALL(c, ft__cuda_copy_h2d(c, dev + SLACK + off, seg + off, n));
+  FT_CALL(c, ft__cuda_copy_h2d(c, dev + SLACK + off, seg + off, n, NULL));
   unsigned char *back = malloc(devlen);
   ck_assert_ptr_nonnull(back);
   CUDA_OK(cudaMemcpy(back, dev, devlen, cudaMemcpyDeviceToHost));
@@ -277,6 +277,44 @@ START_TEST(h2d_sizes) {
   FT_CALL(c, ft__cuda_unregister_host(c, seg));
   munmap(seg, BIG + 8);
   CUDA_OK(cudaFree(dev));
+  ft__cuda_destroy(c);
+}
+END_TEST
+
+/*
+ * Restore while the application's stream still has a write of the buffer
+ * queued behind other work (a non-blocking stream, _i 0, or the legacy
+ * default stream, _i 1): the restored bytes land after it, not under it.
+ */
+START_TEST(h2d_after_user_stream) {
+  const size_t n = 16 * MIB, scratch_len = 256 * MIB;
+  ft__cuda_t *c = new_cuda();
+  cudaStream_t user = NULL;
+  if (_i == 0)
+    CUDA_OK(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking));
+  unsigned char *dst, *scratch;
+  CUDA_OK(cudaMalloc((void **)&dst, n));
+  CUDA_OK(cudaMalloc((void **)&scratch, scratch_len));
+  unsigned char *seg = seg_map(n);
+  FT_CALL(c, ft__cuda_register_host(c, seg, n));
+  memset(seg, 0xab, n);
+
+  busy(user, scratch, scratch_len, 64);
+  CUDA_OK(cudaMemsetAsync(dst, 0xcd, n, user));
+  FT_CALL(c, ft__cuda_copy_h2d(c, dst, seg, n, user));
+  CUDA_OK(cudaDeviceSynchronize());
+  unsigned char *back = malloc(n);
+  ck_assert_ptr_nonnull(back);
+  CUDA_OK(cudaMemcpy(back, dst, n, cudaMemcpyDeviceToHost));
+  assert_all(back, n, 0xab);
+
+  free(back);
+  FT_CALL(c, ft__cuda_unregister_host(c, seg));
+  munmap(seg, n);
+  CUDA_OK(cudaFree(dst));
+  CUDA_OK(cudaFree(scratch));
+  if (user)
+    CUDA_OK(cudaStreamDestroy(user));
   ft__cuda_destroy(c);
 }
 END_TEST
@@ -295,7 +333,7 @@ START_TEST(round_trip) {
   FT_CALL(c, ft__cuda_register_host(c, seg, n));
   FT_CALL(c, ft__cuda_copy_d2h_async(c, seg, a, n, NULL));
   FT_CALL(c, ft__cuda_wait(c));
-  FT_CALL(c, ft__cuda_copy_h2d(c, b, seg, n));
+  FT_CALL(c, ft__cuda_copy_h2d(c, b, seg, n, NULL));
   CUDA_OK(cudaMemcpy(back, b, n, cudaMemcpyDeviceToHost));
   ck_assert(memcmp(back, ref, n) == 0);
   FT_CALL(c, ft__cuda_unregister_host(c, seg));
@@ -367,9 +405,9 @@ START_TEST(bad_arguments) {
   assert_err(c, ft__cuda_wait(c), FT_EINVAL, "source");
   FT_CALL(c, ft__cuda_wait(c));
 
-  assert_err(c, ft__cuda_copy_h2d(c, heap, ref, n), FT_EINVAL,
+  assert_err(c, ft__cuda_copy_h2d(c, heap, ref, n, NULL), FT_EINVAL,
              "not CUDA device memory");
-  assert_err(c, ft__cuda_copy_h2d(c, dev, NULL, n), FT_EINVAL, "NULL");
+  assert_err(c, ft__cuda_copy_h2d(c, dev, NULL, n, NULL), FT_EINVAL, "NULL");
   assert_err(c, ft__cuda_register_host(c, NULL, n), FT_EINVAL, "empty");
   assert_err(c, ft__cuda_register_host(c, seg, 0), FT_EINVAL, "empty");
   FT_CALL(c, ft__cuda_register_host(c, seg, n));
@@ -381,7 +419,7 @@ START_TEST(bad_arguments) {
   ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
 
   ck_assert_int_eq(ft__cuda_copy_d2h_async(NULL, seg, dev, n, NULL), FT_EINVAL);
-  ck_assert_int_eq(ft__cuda_copy_h2d(NULL, dev, seg, n), FT_EINVAL);
+  ck_assert_int_eq(ft__cuda_copy_h2d(NULL, dev, seg, n, NULL), FT_EINVAL);
   ck_assert_int_eq(ft__cuda_wait(NULL), FT_EINVAL);
   ck_assert_int_eq(ft__cuda_register_host(NULL, seg, n), FT_EINVAL);
   ck_assert_str_eq(ft__cuda_last_error(NULL), "");
@@ -453,6 +491,7 @@ static void add_tests(TCase *tc) {
   tcase_add_loop_test(tc, d2h_after_user_stream, 0, 2);
   tcase_add_test(tc, d2h_lazy_overlap);
   tcase_add_loop_test(tc, h2d_sizes, 0, 2 * NSIZES);
+  tcase_add_loop_test(tc, h2d_after_user_stream, 0, 2);
   tcase_add_test(tc, round_trip);
   tcase_add_test(tc, device_ptr_kinds);
   tcase_add_test(tc, bad_arguments);
@@ -484,7 +523,8 @@ START_TEST(stub_refuses) {
   ck_assert_int_eq(ft__cuda_copy_d2h_async(NULL, buf, buf + 32, 32, NULL),
                    FT_ENOTSUP);
   ck_assert_int_eq(ft__cuda_wait(NULL), FT_ENOTSUP);
-  ck_assert_int_eq(ft__cuda_copy_h2d(NULL, buf, buf + 32, 32), FT_ENOTSUP);
+  ck_assert_int_eq(ft__cuda_copy_h2d(NULL, buf, buf + 32, 32, NULL),
+                   FT_ENOTSUP);
   ft__cuda_destroy(NULL);
   for (size_t i = 0; i < sizeof buf; i++)
     ck_assert_int_eq(buf[i], 0x5a);
