@@ -83,6 +83,11 @@ ok "a killed up ($made namespaces made) breaks neither the next up nor down"
 CL=crashc$$
 "$X" up 2 --name "$CL" >/dev/null || fail "up"
 K=$(keeper_of h1)
+# Run inside a host, "down" would see that host's /run/netns (empty) and
+# take the keeper beside it for none: refused, the cluster untouched.
+out=$("$X" exec --name "$CL" head "$X" down --name "$CL" 2>&1) && fail "down inside a host succeeded: $out"
+grep -q 'inside a host' <<<"$out" || fail "down inside a host, message: $out"
+dead "$K" && fail "down inside a host killed h1's keeper"
 rm -rf "${RUNDIR:?}/$CL"
 "$X" down --name "$CL" >/dev/null || fail "down without a state directory"
 dead "$K" || fail "keeper $K of h1 survives down"

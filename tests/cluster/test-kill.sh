@@ -73,3 +73,22 @@ for h in h1 h2; do
   [ -z "$left" ] || fail "processes of the job left on $h: $left"
 done
 ok "no process of the job left on the surviving hosts"
+
+# 3. A lost host (its keeper died, a process of it lives on, holding its
+# /dev/shm) killed while a process outside holds that process's mount
+# namespace: the holder dies too, and with it h2's last /dev/shm.
+run_bg h2proc "$X" exec h2 sh -c 'echo kept >/dev/shm/ftrt-lost-test && echo ready && exec sleep 600'
+wait_for "$WORK/h2proc.out" '^ready$' 60 "$BG"
+P2=$(ps -o pid= --ppid "$BG" | tr -d ' ')
+[ -z "$P2" ] && P2=$BG   # exec replaced ft-cluster's shell: the same pid
+in_h2=$(pids_in $(ns_inodes "$(keeper_of h2)") | tr '\n' ' ')
+[[ " $in_h2 " == *" $P2 "* ]] || fail "no process of h2 found to hold (test did not test): $P2 in '$in_h2'"
+sleep 600 7<"/proc/$P2/ns/mnt" &
+HOLD2=$!
+BG_PIDS+=("$HOLD2")
+kill -KILL "$(keeper_of h2)"
+[ "$("$X" status | awk '$1 == "h2" { print $4 }')" = lost ] || fail "h2 is not lost after its keeper died"
+"$X" kill h2 >"$WORK/kill2.out" || fail "ft-cluster kill h2 (lost): $(cat "$WORK/kill2.out")"
+dead "$P2" || fail "h2's process $P2 survives the kill"
+dead "$HOLD2" || fail "pid $HOLD2 holds lost h2's mount namespace open after kill: its /dev/shm lives on"
+ok "a lost host killed: its process and a holder of its mount namespace are gone"
