@@ -81,7 +81,8 @@ run_bg h2proc "$X" exec h2 sh -c 'echo kept >/dev/shm/ftrt-lost-test && echo rea
 wait_for "$WORK/h2proc.out" '^ready$' 60 "$BG"
 P2=$(ps -o pid= --ppid "$BG" | tr -d ' ')
 [ -z "$P2" ] && P2=$BG   # exec replaced ft-cluster's shell: the same pid
-in_h2=$(pids_in $(ns_inodes "$(keeper_of h2)") | tr '\n' ' ')
+mapfile -t H2NS < <(ns_inodes "$(keeper_of h2)")
+in_h2=$(pids_in "${H2NS[@]}" | tr '\n' ' ')
 [[ " $in_h2 " == *" $P2 "* ]] || fail "no process of h2 found to hold (test did not test): $P2 in '$in_h2'"
 sleep 600 7<"/proc/$P2/ns/mnt" &
 HOLD2=$!
