@@ -42,8 +42,9 @@ HOLD=$!
 sleep 600 7<"/run/netns/ftc-$CL-$(cat "$RUNDIR/$CL/id")-h1" &
 HOLD_NAMED=$!
 BG_PIDS+=("$HOLD" "$HOLD_NAMED")
+T0=$(ticks_now)   # before down: a namespace made later may reuse an inode
 "$X" down --name "$CL" >/dev/null || fail "down after a crashed driver"
-left=$(pids_in_before "$(ticks_now)" $INODES)
+left=$(pids_in_before "$T0" $INODES)
 [ -z "$left" ] || fail "processes left after down: $left"
 dead "$HOLD" || fail "pid $HOLD holds the head's network namespace open after down: it can still be entered"
 dead "$HOLD_NAMED" || fail "pid $HOLD_NAMED holds h1's network namespace open (opened by its name) after down"

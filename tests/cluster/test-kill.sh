@@ -46,8 +46,9 @@ sleep 600 7<"/proc/$K3/ns/mnt" &
 HOLD=$!
 BG_PIDS+=("$HOLD")
 t0=$(date +%s.%N)
+T0=$(ticks_now)   # before the kill: a namespace made later may reuse an inode
 "$X" kill h3 >"$WORK/kill.out" || fail "ft-cluster kill h3: $(cat "$WORK/kill.out")"
-left=$(pids_in_before "$(ticks_now)" $INODES)
+left=$(pids_in_before "$T0" $INODES)
 [ -z "$left" ] || fail "processes of h3 survive the kill: $left"
 dead "$HOLD" || fail "pid $HOLD holds h3's mount namespace open after kill: its /dev/shm lives on"
 ok "kill h3 killed its $before processes (keeper, orted, ranks)"
