@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -53,4 +54,19 @@ static int populate_gives_up(void) {
 void ft__prefault_user(void *p, size_t len) {
   if (populate_gives_up())
     ft__prefault(p, len, 1);
+}
+
+/* Linux's values (linux/magic.h). */
+#define FT_TMPFS_MAGIC 0x01021994
+#define FT_RAMFS_MAGIC 0x858458f6
+
+int ft__prefault_fd_safe(int fd) {
+  struct statfs f;
+  int saved = errno, ram = 0;
+  if (fstatfs(fd, &f) == 0) {
+    unsigned long type = (unsigned long)f.f_type & 0xffffffffUL;
+    ram = type == FT_TMPFS_MAGIC || type == FT_RAMFS_MAGIC;
+  }
+  errno = saved;
+  return ram || populate_gives_up();
 }

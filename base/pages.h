@@ -17,7 +17,7 @@
 
 /* Fault in the whole pages of [p, p + len): readable, or (write != 0)
  * writable, as the first read or write of each would.  For memory of
- * ftrt's own (a slot on tmpfs). */
+ * ftrt's own (a slot whose file ft__prefault_fd_safe accepts). */
 void ft__prefault(const void *p, size_t len, int write);
 
 /* The same, writable, for memory an application handed to ftrt: only on
@@ -26,5 +26,11 @@ void ft__prefault(const void *p, size_t len, int write);
  * mapped from a file on a failing disk or NFS would hang its trainer in
  * the restore, where the copy alone dies with SIGBUS and says so. */
 void ft__prefault_user(void *p, size_t len);
+
+/* Whether populating a mapping of file fd is safe: the file lives in RAM
+ * (tmpfs, ramfs: no I/O to fail), or the kernel gives up on a failed
+ * fault (Linux 6.9, see above).  A store on a disk file system, on an
+ * older kernel, then faults page by page as it did. */
+int ft__prefault_fd_safe(int fd);
 
 #endif

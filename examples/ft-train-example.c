@@ -310,17 +310,20 @@ static int maybe_snapshot(trainer_t *t, uint64_t s) {
   return rc;
 }
 
-static void print_timing(const trainer_t *t, uint64_t steps, double secs) {
+static void print_timing(const trainer_t *t, const char *what, uint64_t steps,
+                         double secs) {
   if (t->be.rank == 0 && steps > 0)
-    printf("time %" PRIu64 " steps %.3f s %.3f ms/step\n", steps, secs,
+    printf("%s %" PRIu64 " steps %.3f s %.3f ms/step\n", what, steps, secs,
            1e3 * secs / (double)steps);
 }
 
 static int trainer_loop(trainer_t *t) {
-  double t0 = MPI_Wtime();
-  uint64_t first = t->step + 1;
+  double t0 = MPI_Wtime(), steady = t0;
+  uint64_t first = t->step + 1, skip = t->opt.timing_skip;
   int rc = FT_OK;
   for (uint64_t s = first; s <= t->opt.steps && rc == FT_OK; s++) {
+    if (s - first == skip)
+      steady = MPI_Wtime();
     rc = train_step(t, s);
     if (rc != FT_OK) {
       if (t->be.rank == 0)
@@ -332,8 +335,13 @@ static int trainer_loop(trainer_t *t) {
       printf("step %" PRIu64 " loss %.6f\n", s, t->loss);
     rc = maybe_snapshot(t, s);
   }
-  if (rc == FT_OK && t->opt.steps >= first)
-    print_timing(t, t->opt.steps - first + 1, MPI_Wtime() - t0);
+  if (rc == FT_OK && t->opt.steps >= first) {
+    double end = MPI_Wtime();
+    uint64_t n = t->opt.steps - first + 1;
+    print_timing(t, "time", n, end - t0);
+    if (skip && n > skip)
+      print_timing(t, "steady", n - skip, end - steady);
+  }
   return rc;
 }
 

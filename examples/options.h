@@ -2,7 +2,8 @@
  * Command line of ft-train-example (docs/design.md section 9):
  *   ft-train-example --steps N --snapshot-every K --state-mb M [--seed S]
  *                    [--hidden H] [--batch B] [--lr X] [--dropout P]
- *                    [--rng-in-place] [--no-ftrt] [--help]
+ *                    [--rng-in-place] [--timing-skip K] [--no-ftrt]
+ *                    [--help]
  */
 #ifndef EXAMPLES_OPTIONS_H
 #define EXAMPLES_OPTIONS_H
@@ -23,6 +24,7 @@ typedef struct options {
   double dropout;
   int use_ftrt;
   int rng_in_place; /* advance the registered RNG before ft_fence */
+  uint64_t timing_skip; /* steps left out of the 'steady' timing line */
 } options_t;
 
 enum { OPTIONS_RUN = 0, OPTIONS_HELP = 1, OPTIONS_USAGE = 2 };

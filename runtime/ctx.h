@@ -68,6 +68,8 @@ struct ft_ctx {
    * then go through CUDA's staging: the same bytes, slower) */
   int cuda_pinned[FT_NSLOTS];
   int cuda_pin_warned; /* the refusal was logged once */
+  /* per slot mapping: this rank's region faulted in (base/pages.h) */
+  int region_faulted[FT_NSLOTS];
 };
 
 /* Pass a fault point (base/fault.h). */

@@ -1385,6 +1385,9 @@ static int prepare(smp_t *s, uint64_t v) {
                              sizeof(s->msg));
     if (rc)
       return rc;
+    /* Its pages made in one call, not a fault at a time as the trainers'
+     * copies, the CRCs and the parity first touch them. */
+    ft__slot_prefault(sl);
   }
   ft__slot_begin(sl, v, 0, s->epoch, s->layout);
   s->prepared = v;

@@ -215,6 +215,7 @@ static int map_slot(ft_ctx_t *c, int i) {
   if (c->cuda_pinned[i] == 1)
     ft__cuda_unregister_host(c->cuda, s->map);
   c->cuda_pinned[i] = 0;
+  c->region_faulted[i] = 0;
   if (s->map)
     ft__slot_close(s);
   char msg[512];
@@ -276,6 +277,14 @@ static int copy_out(ft_ctx_t *c, int pass) {
   ft__slot_t *s = &c->slot[c->copy_slot];
   uint8_t *region = s->map + s->hdr->rank_off[c->local_idx];
   int rc = FT_OK;
+  /* The first copy into a mapping would take a fault a page: tens of ms for
+   * a few tens of MiB where faults are dear (a VM).  In one call instead,
+   * on the thread that copies (lazy: off the training thread). */
+  if (pass != COPY_EAGER && !c->region_faulted[c->copy_slot]) {
+    ft__slot_prefault_range(s, s->hdr->rank_off[c->local_idx],
+                            s->hdr->rank_bytes[c->local_idx]);
+    c->region_faulted[c->copy_slot] = 1;
+  }
   for (int i = 0; i < c->nregs && rc == FT_OK; i++) {
     ft__reg_t *r = &c->regs[i];
     if (!in_pass(r, pass))

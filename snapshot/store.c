@@ -253,6 +253,7 @@ static int map_file(ft__slot_t *s, size_t bytes, char *msg, size_t msglen) {
   s->map = p;
   s->map_bytes = bytes;
   s->hdr = (ft__slot_hdr_t *)p;
+  s->prefault_ok = ft__prefault_fd_safe(s->fd);
   return FT_OK;
 }
 
@@ -308,7 +309,13 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
 }
 
 void ft__slot_prefault(ft__slot_t *s) {
-  ft__prefault(s->map, s->map_bytes, 1);
+  if (s->prefault_ok)
+    ft__prefault(s->map, s->map_bytes, 1);
+}
+
+void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len) {
+  if (s->prefault_ok && off <= s->map_bytes && len <= s->map_bytes - off)
+    ft__prefault(s->map + off, len, 1);
 }
 
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,
@@ -439,6 +446,8 @@ void ft__slot_seal_parity(ft__slot_t *s) {
 
 void ft__slot_prefault_read(const ft__slot_t *s, uint32_t first, uint32_t n) {
   const ft__slot_hdr_t *h = s->hdr;
+  if (!s->prefault_ok)
+    return;
   uint32_t end = first + n < h->k + h->m ? first + n : h->k + h->m;
   /* The data chunks, then the parity chunks: each run is contiguous. */
   uint32_t cut = end < h->k ? end : h->k, from = first > h->k ? first : h->k;

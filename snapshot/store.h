@@ -181,6 +181,7 @@ typedef struct ft__slot {
   size_t map_bytes;
   uint8_t *map;
   ft__slot_hdr_t *hdr;
+  int prefault_ok; /* ft__prefault_fd_safe(fd), asked at mapping */
 } ft__slot_t;
 
 /*
@@ -202,9 +203,13 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
 /* Fault in every page of a slot just made (MADV_POPULATE_WRITE, in bulk:
  * a rebuild then writes into memory already there instead of taking one
  * fault a page).  Best effort: nothing happens where the kernel lacks it
- * (before Linux 5.14) or memory runs short (the writes then fault as
- * before). */
+ * (before Linux 5.14), memory runs short (the writes then fault as
+ * before), or the store is on a disk and the kernel older than 6.9
+ * (base/pages.h). */
 void ft__slot_prefault(ft__slot_t *s);
+/* The same for [off, off + len) of the slot's mapping, writable (a trainer
+ * before its first copy into its region). */
+void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len);
 
 /* Open and validate an existing slot.  FT_ENOENT when it does not exist.
  * msg may be NULL. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ft-train-example on plain MPI (--no-ftrt), 2 ranks, small model: the loss
 # at the last step is below the first; two runs print the same lines and the
-# same digest; another seed gives another digest; bad flags exit 2, --help 0.
+# same digest; another seed gives another digest; --timing-skip K adds the
+# 'steady' line; bad flags exit 2, --help 0.
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 BUILD=${FTRT_TOP_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -47,14 +48,21 @@ check_run() {
 }
 
 run a --seed 5
-run b --seed 5
+run b --seed 5 --timing-skip 4
 run c --seed 6
 check_run a
 check_run b
 check_run c
 
-# Everything but the timing line must be the same bits, run after run.
-diff <(grep -v '^time ' "$TMP/a") <(grep -v '^time ' "$TMP/b") ||
+# --timing-skip 4: one more line, over the steps after the first 4.
+grep -Eq "^time $STEPS steps [0-9.]+ s [0-9.]+ ms/step\$" "$TMP/b" ||
+  { cat "$TMP/b"; fail "b: no 'time $STEPS steps' line"; }
+grep -Eq "^steady $((STEPS - 4)) steps [0-9.]+ s [0-9.]+ ms/step\$" "$TMP/b" ||
+  { cat "$TMP/b"; fail "b: no 'steady $((STEPS - 4)) steps' line with --timing-skip 4"; }
+! grep -q '^steady ' "$TMP/a" || fail "a: a 'steady' line without --timing-skip"
+
+# Everything but the timing lines must be the same bits, run after run.
+diff <(grep -Ev '^(time|steady) ' "$TMP/a") <(grep -Ev '^(time|steady) ' "$TMP/b") ||
   fail "two runs with the same flags differ"
 [ "$(digest_of a)" != "$(digest_of c)" ] ||
   fail "seeds 5 and 6 print the same digest"
@@ -75,4 +83,5 @@ usage --steps --steps x --state-mb 1
 usage --state-mb --state-mb 0 --steps 3
 usage --bogus --bogus --steps 3 --state-mb 1
 usage --state-mb --steps 3
+usage --timing-skip --timing-skip -1 --steps 3 --state-mb 1
 echo "PASS"
