@@ -119,7 +119,12 @@ typedef struct {
   uint64_t global_offset;
   uint64_t global_bytes;
   /* cudaStream_t whose queued work a capture of the buffer, and a restore
-   * into it, come after; NULL: the legacy default stream */
+   * into it, come after; NULL: the legacy default stream.  ftrt copies on
+   * the device current on the calling thread when the first FT_MEM_CUDA
+   * buffer is registered: every device buffer and its stream must be on
+   * that device, and ft_snapshot and ft_restore must be called with it
+   * current (as a trainer of one GPU always has it); else the copy's
+   * cudaEventRecord fails and the call returns an error */
   void *cuda_stream;
 } ft_buf_opts_t;
 
