@@ -45,7 +45,8 @@ static const char usage_text[] =
     "                      OTHER buffers are captured before ft_snapshot\n"
     "                      returns, even in lazy mode); same results\n"
     "  --timing-skip K     also print 'steady N steps S s X ms/step' over the\n"
-    "                      steps after the first K of this run (the first\n"
+    "                      steps after the first K >= 1 of this run, when\n"
+    "                      more than K ran (the first\n"
     "                      steps and snapshots pay one-off costs: pages\n"
     "                      touched for the first time, the store's layout)\n"
     "  --no-ftrt           plain MPI: no ftrt, no registration, no snapshots\n"
@@ -163,8 +164,11 @@ static int set_option(options_t *o, int opt, const char *arg, const char **what,
     o->rng_in_place = 1;
     return 0;
   case OPT_TIMING_SKIP:
-    *what = "--timing-skip needs an integer >= 0, not";
-    return parse_u64(arg, UINT64_MAX / 2, &o->timing_skip);
+    *what = "--timing-skip needs an integer >= 1, not";
+    return parse_u64(arg, UINT64_MAX / 2, &o->timing_skip) == 0 &&
+                   o->timing_skip >= 1
+               ? 0
+               : -1;
   }
   *what = "unhandled option";
   return -1;

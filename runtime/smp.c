@@ -459,6 +459,7 @@ static uint64_t note_seen(const smp_t *s) {
 }
 
 static int beat_between(void *pulse) { return ft__pulse_poll(pulse); }
+static void poll_pulse(void *pulse) { (void)ft__pulse_poll(pulse); }
 
 /* ft-restore gave the memory tier up (more losses than the erasure code
  * rebuilds, or no version to rebuild) for a persisted version: it left
@@ -1385,9 +1386,10 @@ static int prepare(smp_t *s, uint64_t v) {
                              sizeof(s->msg));
     if (rc)
       return rc;
-    /* Its pages made in one call, not a fault at a time as the trainers'
-     * copies, the CRCs and the parity first touch them. */
-    ft__slot_prefault(sl);
+    /* Its pages made in bulk, not a fault at a time as the trainers'
+     * copies, the CRCs and the parity first touch them; a piece at a time
+     * with heartbeats between (trainers and peers hear this SMP). */
+    ft__slot_prefault_paced(sl, poll_pulse, &s->pulse);
   }
   ft__slot_begin(sl, v, 0, s->epoch, s->layout);
   s->prepared = v;

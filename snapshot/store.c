@@ -313,6 +313,18 @@ void ft__slot_prefault(ft__slot_t *s) {
     ft__prefault(s->map, s->map_bytes, 1);
 }
 
+void ft__slot_prefault_paced(ft__slot_t *s, void (*between)(void *),
+                             void *arg) {
+  for (size_t off = 0; s->prefault_ok && off < s->map_bytes;
+       off += FT_PREFAULT_PIECE) {
+    size_t left = s->map_bytes - off;
+    ft__prefault(s->map + off,
+                 left < FT_PREFAULT_PIECE ? left : FT_PREFAULT_PIECE, 1);
+    if (between)
+      between(arg);
+  }
+}
+
 void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len) {
   if (s->prefault_ok && off <= s->map_bytes && len <= s->map_bytes - off)
     ft__prefault(s->map + off, len, 1);

@@ -207,6 +207,11 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
  * before), or the store is on a disk and the kernel older than 6.9
  * (base/pages.h). */
 void ft__slot_prefault(ft__slot_t *s);
+/* The same, FT_PREFAULT_PIECE bytes at a time, calling between(arg) after
+ * each piece: an SMP keeps its heartbeats going (a slot of tens of GB
+ * takes tens of seconds to fault in, longer than FT_TIMEOUT). */
+#define FT_PREFAULT_PIECE (64u << 20)
+void ft__slot_prefault_paced(ft__slot_t *s, void (*between)(void *), void *arg);
 /* The same for [off, off + len) of the slot's mapping, writable (a trainer
  * before its first copy into its region). */
 void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len);

@@ -84,4 +84,5 @@ usage --state-mb --state-mb 0 --steps 3
 usage --bogus --bogus --steps 3 --state-mb 1
 usage --state-mb --steps 3
 usage --timing-skip --timing-skip -1 --steps 3 --state-mb 1
+usage --timing-skip --timing-skip 0 --steps 3 --state-mb 1
 echo "PASS"

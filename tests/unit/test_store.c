@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -304,6 +305,8 @@ static size_t pages_present(const ft__slot_t *s, uint64_t off, uint64_t len) {
   return k;
 }
 
+static void count_call(void *arg) { ++*(int *)arg; }
+
 /* Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14). */
 static int kernel_populates(void) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -325,8 +328,10 @@ START_TEST(prefault_ranges) {
    * pages in around the header's. */
   char shm[] = "/dev/shm/ftrt-prefault-XXXXXX", msg[512] = "";
   ft__dir_t d;
-  if (!mkdtemp(shm))
-    return; /* no /dev/shm here */
+  struct statfs fs;
+  if (statfs("/dev/shm", &fs) != 0 || fs.f_type != 0x01021994 /* tmpfs */ ||
+      !mkdtemp(shm))
+    return; /* no tmpfs at /dev/shm here */
   ck_assert_msg(ft__dir_open(&d, shm, msg, sizeof(msg)) == FT_OK, "%s", msg);
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const uint64_t b[3] = {64 * page, 96 * page + 5, 32 * page};
@@ -352,6 +357,21 @@ START_TEST(prefault_ranges) {
   ft__slot_prefault_range(&s, page, s.map_bytes);
   ck_assert_uint_eq(pages_present(&s, h->parity_off, h->parity_bytes), 0);
   ft__slot_prefault(&s);
+  ck_assert_uint_eq(pages_present(&s, 0, s.map_bytes),
+                    (s.map_bytes + page - 1) / page);
+  ck_assert(ft__slot_intact(&s));
+  ft__slot_close(&s);
+
+  /* Paced (an SMP's heartbeats between pieces): a slot of a piece and a
+   * bit, faulted in whole, with a call between after each of its 2 pieces */
+  const uint64_t big[1] = {FT_PREFAULT_PIECE + 5 * page};
+  ck_assert_int_eq(ft__slot_geom_local(&g, 1, big), FT_OK);
+  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  ck_assert_msg(ft__slot_create(&s, &d, 1, JOB, &g, msg, sizeof(msg)) == FT_OK,
+                "%s", msg);
+  int calls = 0;
+  ft__slot_prefault_paced(&s, count_call, &calls);
+  ck_assert_int_eq(calls, 2);
   ck_assert_uint_eq(pages_present(&s, 0, s.map_bytes),
                     (s.map_bytes + page - 1) / page);
   ck_assert(ft__slot_intact(&s));
