@@ -91,10 +91,13 @@ grep -q 'inside a host' <<<"$out" || fail "down inside a host, message: $out"
 dead "$K" && fail "down inside a host killed h1's keeper"
 # In a host's network namespace only (ip netns exec keeps the machine's
 # /run/netns and mounts): refused too.
-NS=$(ip netns list | awk -v p="ftc-$CL-" 'index($1, p) == 1 && $1 ~ /-h1$/ { print $1 }')
-[ -n "$NS" ] || fail "no network namespace of h1 in: $(ip netns list)"
-out=$(ip netns exec "$NS" "$X" down --name "$CL" 2>&1) && fail "down in h1's network namespace succeeded: $out"
-grep -q "network namespace" <<<"$out" || fail "down in h1's network namespace, message: $out"
+NS=ftc-$CL-$(cat "$RUNDIR/$CL/id")-h1
+[ -e "/run/netns/$NS" ] || fail "no network namespace $NS"
+out=$(ip netns exec "$NS" "$X" down --name "$CL" 2>&1)
+rc=$?
+[ $rc -eq 1 ] || fail "down in h1's network namespace: exit $rc, not 1: $out"
+grep -q "refused: this process is in the network namespace $NS" <<<"$out" ||
+  fail "down in h1's network namespace, message: $out"
 dead "$K" && fail "down in h1's network namespace killed h1's keeper"
 rm -rf "${RUNDIR:?}/$CL"
 "$X" down --name "$CL" >/dev/null || fail "down without a state directory"
