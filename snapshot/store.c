@@ -309,8 +309,7 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
 }
 
 void ft__slot_prefault(ft__slot_t *s) {
-  if (s->prefault_ok)
-    ft__prefault(s->map, s->map_bytes, 1);
+  ft__slot_prefault_paced(s, NULL, NULL);
 }
 
 void ft__slot_prefault_paced(ft__slot_t *s, void (*between)(void *),
@@ -318,8 +317,8 @@ void ft__slot_prefault_paced(ft__slot_t *s, void (*between)(void *),
   for (size_t off = 0; s->prefault_ok && off < s->map_bytes;
        off += FT_PREFAULT_PIECE) {
     size_t left = s->map_bytes - off;
-    ft__prefault(s->map + off,
-                 left < FT_PREFAULT_PIECE ? left : FT_PREFAULT_PIECE, 1);
+    ft__slot_prefault_range(
+        s, off, left < FT_PREFAULT_PIECE ? left : FT_PREFAULT_PIECE);
     if (between)
       between(arg);
   }
