@@ -46,9 +46,9 @@ static const char usage_text[] =
     "                      returns, even in lazy mode); same results\n"
     "  --timing-skip K     also print 'steady N steps S s X ms/step' over the\n"
     "                      steps after the first K >= 1 of this run, when\n"
-    "                      more than K ran (the first\n"
-    "                      steps and snapshots pay one-off costs: pages\n"
-    "                      touched for the first time, the store's layout)\n"
+    "                      more than K ran (the first steps and snapshots\n"
+    "                      pay one-off costs: pages touched for the first\n"
+    "                      time, the store's layout)\n"
     "  --no-ftrt           plain MPI: no ftrt, no registration, no snapshots\n"
     "  --help              this text\n"
     "\n"
@@ -165,10 +165,10 @@ static int set_option(options_t *o, int opt, const char *arg, const char **what,
     return 0;
   case OPT_TIMING_SKIP:
     *what = "--timing-skip needs an integer >= 1, not";
-    return parse_u64(arg, UINT64_MAX / 2, &o->timing_skip) == 0 &&
-                   o->timing_skip >= 1
-               ? 0
-               : -1;
+    if (parse_u64(arg, UINT64_MAX / 2, &o->timing_skip) != 0 ||
+        o->timing_skip < 1)
+      return -1;
+    return 0;
   }
   *what = "unhandled option";
   return -1;
