@@ -1382,8 +1382,9 @@ static int prepare(smp_t *s, uint64_t v) {
   if (!same_geom(sl, &s->geom) || !ft__slot_intact(sl)) {
     if (sl->map)
       ft__slot_close(sl);
-    int rc = ft__slot_create(sl, &s->c->dir, i, s->c->cfg.job, &s->geom, s->msg,
-                             sizeof(s->msg));
+    int rc =
+        ft__slot_create_paced(sl, &s->c->dir, i, s->c->cfg.job, &s->geom,
+                              poll_pulse, &s->pulse, s->msg, sizeof(s->msg));
     if (rc)
       return rc;
     /* Its pages made in bulk, not a fault at a time as the trainers'

@@ -278,9 +278,36 @@ static void write_header(ft__slot_hdr_t *h, const char *job,
   h->hdr_crc = ft__slot_hdr_crc(h);
 }
 
+/* Reserve [0, bytes) of fd's file, FT_PREFAULT_PIECE bytes at a time with
+ * between(arg) after each piece.  A file system that cannot reserve
+ * (EOPNOTSUPP) leaves the file sparse, as before reservations existed. */
+static int reserve(int fd, uint64_t bytes, void (*between)(void *), void *arg) {
+  for (uint64_t off = 0; off < bytes; off += FT_PREFAULT_PIECE) {
+    uint64_t left = bytes - off;
+    int rc;
+    do
+      rc = fallocate(
+          fd, 0, (off_t)off,
+          (off_t)(left < FT_PREFAULT_PIECE ? left : FT_PREFAULT_PIECE));
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0)
+      return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+    if (between)
+      between(arg);
+  }
+  return 0;
+}
+
 int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     const char *job, const ft__slot_geom_t *g, char *msg,
                     size_t msglen) {
+  return ft__slot_create_paced(s, dir, idx, job, g, NULL, NULL, msg, msglen);
+}
+
+int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                          const char *job, const ft__slot_geom_t *g,
+                          void (*between)(void *), void *arg, char *msg,
+                          size_t msglen) {
   char name[16];
   memset(s, 0, sizeof(*s));
   s->idx = idx;
@@ -296,6 +323,20 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
     int rc =
         ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
                  s->path, (unsigned long long)g->seg_bytes, strerror(errno));
+    ft__slot_close(s);
+    return rc;
+  }
+  /* Every byte backed before anything maps it: on a full tmpfs or disk, a
+   * write into a page that cannot be backed is a SIGBUS in the writer (the
+   * SMP's header, a trainer's copy, a rebuild's decode). */
+  if (reserve(s->fd, g->seg_bytes, between, arg) != 0) {
+    int err = errno;
+    int rc = ft__msgf(ft__from_errno(err), msg, msglen,
+                      "%s: cannot reserve the slot's %llu bytes: %s; make "
+                      "room there, or set FT_STORE_ROOT to a file system "
+                      "with room",
+                      s->path, (unsigned long long)g->seg_bytes, strerror(err));
+    (void)!ftruncate(s->fd, 0); /* what it reserved, given back */
     ft__slot_close(s);
     return rc;
   }

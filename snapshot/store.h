@@ -195,11 +195,21 @@ typedef struct ft__slot {
 int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
                       const char *path, char *msg, size_t msglen);
 
-/* Create (or resize) slot idx in dir with geometry g, state EMPTY.  msg may
- * be NULL. */
+/* Create (or resize) slot idx in dir with geometry g, state EMPTY.  Its
+ * bytes are reserved in the file system first (fallocate; skipped where the
+ * file system cannot), so no later write into the mapping meets a full
+ * store as a SIGBUS: a store without room fails here, FT_ENOSPC with a
+ * message naming the slot, and the file is left empty.  msg may be NULL. */
 int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     const char *job, const ft__slot_geom_t *g, char *msg,
                     size_t msglen);
+/* The same, reserving FT_PREFAULT_PIECE bytes at a time and calling
+ * between(arg) after each piece (on tmpfs a reservation allocates the
+ * pages: an SMP keeps its heartbeats going). */
+int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                          const char *job, const ft__slot_geom_t *g,
+                          void (*between)(void *), void *arg, char *msg,
+                          size_t msglen);
 /* Fault in every page of a slot just made (MADV_POPULATE_WRITE, in bulk:
  * a rebuild then writes into memory already there instead of taking one
  * fault a page).  Best effort: nothing happens where the kernel lacks it
