@@ -85,6 +85,16 @@ int ft__ctl_create(const ft__dir_t *dir, uint32_t nlocal, ft__ctl_t **out,
     return ft__msgf(ft__from_errno(err), msg, msglen, "%s: %s", tmp,
                     strerror(err));
   }
+  /* Every page backed: its users write it through their mappings. */
+  if (ft__store_reserve(fd, sizeof(ft__ctl_t), NULL, NULL) != 0) {
+    int err = errno;
+    close(fd);
+    (void)ft__store_unlink(dir, "ctl.new", NULL, 0);
+    return ft__msgf(ft__from_errno(err), msg, msglen,
+                    "%s: cannot reserve %zu bytes: %s; make room there, or "
+                    "set FT_STORE_ROOT to a file system with room",
+                    tmp, sizeof(ft__ctl_t), strerror(err));
+  }
   rc = map_ctl(fd, out, tmp, msg, msglen);
   close(fd);
   if (rc)

@@ -278,10 +278,8 @@ static void write_header(ft__slot_hdr_t *h, const char *job,
   h->hdr_crc = ft__slot_hdr_crc(h);
 }
 
-/* Reserve [0, bytes) of fd's file, FT_PREFAULT_PIECE bytes at a time with
- * between(arg) after each piece.  A file system that cannot reserve
- * (EOPNOTSUPP) leaves the file sparse, as before reservations existed. */
-static int reserve(int fd, uint64_t bytes, void (*between)(void *), void *arg) {
+int ft__store_reserve(int fd, uint64_t bytes, void (*between)(void *),
+                      void *arg) {
   for (uint64_t off = 0; off < bytes; off += FT_PREFAULT_PIECE) {
     uint64_t left = bytes - off;
     int rc;
@@ -329,7 +327,7 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
   /* Every byte backed before anything maps it: on a full tmpfs or disk, a
    * write into a page that cannot be backed is a SIGBUS in the writer (the
    * SMP's header, a trainer's copy, a rebuild's decode). */
-  if (reserve(s->fd, g->seg_bytes, between, arg) != 0) {
+  if (ft__store_reserve(s->fd, g->seg_bytes, between, arg) != 0) {
     int err = errno;
     int rc = ft__msgf(ft__from_errno(err), msg, msglen,
                       "%s: cannot reserve the slot's %llu bytes: %s; make "

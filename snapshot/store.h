@@ -195,6 +195,13 @@ typedef struct ft__slot {
 int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
                       const char *path, char *msg, size_t msglen);
 
+/* Reserve [0, bytes) of fd's file in its file system (fallocate), so that
+ * no write into a shared mapping of it meets a full store as a SIGBUS;
+ * FT_PREFAULT_PIECE bytes at a time with between(arg) after each piece
+ * (between may be NULL).  0, or -1 with errno (ENOSPC: no room).  A file
+ * system that cannot reserve (EOPNOTSUPP) leaves the file sparse: 0. */
+int ft__store_reserve(int fd, uint64_t bytes, void (*between)(void *),
+                      void *arg);
 /* Create (or resize) slot idx in dir with geometry g, state EMPTY.  Its
  * bytes are reserved in the file system first (fallocate; skipped where the
  * file system cannot), so no later write into the mapping meets a full

@@ -7,20 +7,21 @@
 # before stays whole: with room again, the job resumes from it and ends with
 # the digest of a run without faults.  Needs root for a private tmpfs in a
 # mount namespace of its own (skips otherwise).
-. "$(dirname "$0")/lib.sh"
 if [ -z "${STORE_FULL_INNER:-}" ]; then
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for a tmpfs of its own"; exit 77; }
   unshare --mount --propagation private true 2>/dev/null ||
     { echo "SKIP: cannot make a mount namespace here"; exit 77; }
   STORE_FULL_INNER=1 exec unshare --mount --propagation private "$0" "$@"
 fi
+. "$(dirname "$0")/lib.sh"
 export FT_JOB=full
 ARGS="--steps 6 --snapshot-every 2 --state-mb 1"
 train ref 3 $ARGS || { log_of ref | tail; fail "the run without faults failed"; }
 want=$(digest_of ref)
 
 TMP=$(mktemp -d /tmp/ftrt-full.XXXXXX)
-trap 'umount "$TMP" 2>/dev/null; rmdir "$TMP"; rm -rf "$FT_STORE_ROOT" "$LOGDIR"' EXIT
+REF_ROOT=$FT_STORE_ROOT
+trap 'umount "$TMP" 2>/dev/null; rmdir "$TMP"; rm -rf "$REF_ROOT" "$LOGDIR"' EXIT
 export FT_STORE_ROOT=$TMP
 no_sigbus() {  # NAME WHAT
   ! grep -qi "bus error\|signal 7" "$LOGDIR/$1" || { log_of "$1" | tail; fail "$2: a process died of SIGBUS"; }
@@ -31,7 +32,16 @@ no_room() {  # NAME WHAT: the SMP's message names the slot, the program's the co
     { log_of "$1" | tail; fail "$2: no message naming the slot and its lack of room"; }
 }
 
-# Room for no slot at all: ft_init or the first snapshot fails, cleanly.
+# Room for 1 page of the control segment's 3: ft_init fails, cleanly.
+mount -t tmpfs -o size=4k,mode=700 ftrt-full "$TMP" || fail "cannot mount a tmpfs"
+train ctl 3 $ARGS && { log_of ctl | tail; fail "a store of 4 KiB: the job exited 0"; }
+no_sigbus ctl "a store of 4 KiB"
+grep -q "ft_init: .*$TMP/full/ctl.new: cannot reserve [0-9]* bytes: No space left on device" "$LOGDIR/ctl" ||
+  { log_of ctl | tail; fail "a store of 4 KiB: no message naming the control segment and its lack of room"; }
+note "a store too small for the control segment: ft_init failed with a message, no SIGBUS"
+umount "$TMP" || fail "umount"
+
+# Room for no slot at all: the first snapshot fails, cleanly.
 mount -t tmpfs -o size=256k,mode=700 ftrt-full "$TMP" || fail "cannot mount a tmpfs"
 train none 3 $ARGS && { log_of none | tail; fail "a store of 256 KiB for 2 MiB of state: the job exited 0"; }
 no_sigbus none "a store of 256 KiB"
