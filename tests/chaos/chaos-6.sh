@@ -16,8 +16,8 @@ ok "fault-free digest $REF"
 
 begin "4. kill h2 and h5 (2 hosts of one 4+2 group) at step 8"
 export FT_JOB=lose-two
-# --timeout 30: the watchdog ends the mpirun left waiting on h5 (kill_two).
-launch_held two "$STEPS" step=8 --job "$FT_JOB" --ec 4+2 --restarts 1 --spares 2 --timeout 30
+# --timeout 10: the watchdog ends the mpirun left waiting on h5 (kill_two).
+launch_held two "$STEPS" step=8 --job "$FT_JOB" --ec 4+2 --restarts 1 --spares 2 --timeout 10
 kill_two h5 h2 two
 finish
 expect_rc two 0 "ft-launch --ec 4+2 --restarts 1 --spares 2"

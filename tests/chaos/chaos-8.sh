@@ -16,8 +16,8 @@ ok "fault-free digest $REF"
 
 begin "5. kill h2 (group 0) and h6 (group 1) at step 8"
 export FT_JOB=lose-each
-# --timeout 30: the watchdog ends the mpirun left waiting on h6 (kill_two).
-launch_held each "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 30
+# --timeout 10: the watchdog ends the mpirun left waiting on h6 (kill_two).
+launch_held each "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
 kill_two h6 h2 each
 finish
 expect_rc each 0 "ft-launch --restarts 1 --spares 2"

@@ -102,7 +102,7 @@ export FT_JOB=beyond$$
 launch c2.0 8 --job "$FT_JOB" --persist "$PERSIST" --spares 2
 expect_rc c2.0 0 "8 steps with --persist"
 persisted 8 || fail "case 2: step 8 is not complete on disk after the job ended"
-launch_held c2.a "$STEPS" phase=snapshot,step=10 --job "$FT_JOB" --persist "$PERSIST" --spares 2 --restarts 1
+launch_held c2.a "$STEPS" phase=snapshot,step=10 --job "$FT_JOB" --persist "$PERSIST" --spares 2 --restarts 1 --timeout 10
 kill_two h2 h3 c2.a
 finish
 expect_rc c2.a 0 "two hosts of one 3+1 group lost, --restarts 1"

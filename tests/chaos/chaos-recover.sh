@@ -10,7 +10,9 @@
 # node onto s2, and the job resumes from step 8 with the fault-free digest.
 # The same with s1 killed, under --restore-job (ft-restore as a job of its
 # own from the start, cut short the same way), and with the partition
-# under ft-launch --hostfile on the cluster's head.
+# under ft-launch --hostfile on the cluster's head.  And a spare without
+# room for the node: the rebuild is refused (FT_ENOSPC), and what it leaves
+# lets ft-restore rebuild the node once there is room.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -59,6 +61,36 @@ expect_line killed '^ft-launch: \[.*\] running ft-restore --mode replace on 4 no
 expect_no_line killed 'its SMPs rebuild first' "no rebuild in the relaunch"
 expect_line killed "^ft-launch: recovery 1: training resumed [0-9.]+ s after the failed job's end: .*, ft-restore [0-9.]+ s \\(start-up .*, try 2\\), relaunch [0-9.]+ s, ft_init [0-9.]+ s, until restored [0-9.]+ s$" "the account of ft-restore's second try"
 ok "s1 killed during its ft-restore (--restore-job): rebuilt onto s2, resumed from step 8, digest matches"
+
+begin "h2 lost at step 8; the spare's /dev/shm full: the rebuild refused, nothing lost"
+up crecover 4 --spares 2
+export FT_JOB=spare-full
+# s1 left 64 KiB: no room for h2's slot (2 MiB).  Its rebuild, in the
+# relaunch's ft_init and then in ft-restore on its own, fails with
+# FT_ENOSPC naming s1's slot (before: a SIGBUS in s1's rebuild), and
+# ft-launch gives up; with room made on s1, ft-restore (by hand, as a user
+# would) rebuilds h2's node from the stores the refusals left, and the job
+# resumes from step 8 with the fault-free digest.
+ft-cluster exec --name "$CL" s1 sh -c \
+  'fallocate -l $(($(df -k --output=avail /dev/shm | tail -1) - 64))k /dev/shm/fill' ||
+  fail "cannot fill s1's /dev/shm"
+launch_held full "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 1 --timeout 10
+chaos full kill-node h2
+finish
+expect_rc full 1 "the spare without room, ft-launch --restarts 1 --spares 1"
+expect_line full '^ftrt\[h[0-9] r[0-9]+ smp\] error: ft_init: the rebuild of the recovery \(FT_REBUILD=replace\): s1: cannot prepare a store for node 1: /dev/shm/ftrt/spare-full/slot[01]: cannot reserve the slot.s [0-9]+ bytes: No space left on device' "the rebuild in the relaunch refused, naming s1's slot"
+expect_line full '^ft-restore: s1: cannot prepare a store for node 1: .*No space left on device.*\(FT_ENOSPC\)$' "ft-restore refused, naming s1"
+expect_line full '^ft-launch: ft-restore failed \(exit 1\)$' "ft-launch gives up"
+expect_no_line full 'Bus error|signal 7' "the spare without room"
+ft-cluster exec --name "$CL" s1 rm /dev/shm/fill || fail "cannot free s1's /dev/shm"
+restore "h1 s1 h3 h4" full.restore
+expect_rc full.restore 0 "ft-restore after room was made on s1"
+expect_line full.restore '^ft-restore: restored version [0-9]+ \(step 8\): 1 lost node\(s\)' "ft-restore after room was made on s1"
+FT_JOB=$FT_JOB on "h1 s1 h3 h4" 2 full.resume ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}"
+expect_rc full.resume 0 "the relaunch after ft-restore"
+expect_resumed full.resume 8 8 "the relaunch after ft-restore"
+expect_digest full.resume "the relaunch after ft-restore"
+ok "s1 without room: refused with FT_ENOSPC naming its slot, no SIGBUS; with room, ft-restore rebuilt h2 onto s1, resumed from step 8, digest matches"
 
 begin "the same on the hostfile path: the rebuild's heartbeats and the probing watchdog"
 # ft-launch --hostfile, run on the cluster's head, knows nothing of the

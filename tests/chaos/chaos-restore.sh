@@ -106,8 +106,8 @@ ok "2 lost in a 3+1 group: exit 3, group 0 and h1, h2 named, survivors unchanged
 begin "11b. h1 and h2 lost while the job runs: ft-launch --restarts 1 --spares 2 gives up"
 up crestore 4 --spares 2
 export FT_JOB=too-many-launch
-# --timeout 30: the watchdog ends the mpirun left waiting on h1 (kill_two).
-launch_held tl 32 step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 30
+# --timeout 10: the watchdog ends the mpirun left waiting on h1 (kill_two).
+launch_held tl 32 step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
 kill_two h1 h2 tl
 finish
 expect_rc tl 3 "ft-launch --restarts 1 after losing 2 hosts of a 3+1 group"
@@ -129,7 +129,7 @@ export FT_JOB=daemon-lost
 # h2 is cut off first, the job held at step 8: mpirun cannot end the job
 # before h2 is killed (it waits for h2's daemon, until the watchdog), so
 # that both losses are of the same failure, whatever the machine's speed.
-launch_held dl "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 20
+launch_held dl "$STEPS" step=8 --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
 chaos dl partition h2 --keep-held
 ft-chaos kill-daemon h1 --job "$FT_JOB" >"$WORK/dl.daemon" 2>&1 || { cat "$WORK/dl.daemon"; fail "ft-chaos kill-daemon h1"; }
 ft-cluster kill h2 --name "$CL" >/dev/null || fail "ft-cluster kill h2"

@@ -23,7 +23,7 @@ ok "fault-free digest $REF"
 
 export FT_JOB=stale$$
 begin "1. partition h2 at step 8; s1 replaces it; the job ends at step 16"
-launch_held run1 16 step=8 --job "$FT_JOB" --restarts 1 --spares 1
+launch_held run1 16 step=8 --job "$FT_JOB" --restarts 1 --spares 1 --timeout 10
 chaos run1 partition h2
 finish
 expect_rc run1 0 "partition h2"
