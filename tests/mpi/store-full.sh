@@ -23,37 +23,36 @@ TMP=$(mktemp -d /tmp/ftrt-full.XXXXXX)
 REF_ROOT=$FT_STORE_ROOT
 trap 'umount "$TMP" 2>/dev/null; rmdir "$TMP"; rm -rf "$REF_ROOT" "$LOGDIR"' EXIT
 export FT_STORE_ROOT=$TMP
-no_sigbus() {  # NAME WHAT
-  ! grep -qi "bus error\|signal 7" "$LOGDIR/$1" || { log_of "$1" | tail; fail "$2: a process died of SIGBUS"; }
-}
 no_room() {  # NAME WHAT: the SMP's message names the slot, the program's the code
   grep -q "the SMP stopped: $TMP/full/slot[01]: cannot reserve the slot's [0-9]* bytes: No space left on device" "$LOGDIR/$1" &&
     grep -q "ft_snapshot at step [0-9]*: no space left in the store" "$LOGDIR/$1" ||
     { log_of "$1" | tail; fail "$2: no message naming the slot and its lack of room"; }
 }
 
+# too_small NAME SIZE WHAT: the job on a store of SIZE fails, and no
+# process dies of SIGBUS; the store stays mounted.
+too_small() {
+  mount -t tmpfs -o "size=$2,mode=700" ftrt-full "$TMP" || fail "cannot mount a tmpfs"
+  train "$1" 3 $ARGS && { log_of "$1" | tail; fail "$3: the job exited 0"; }
+  ! grep -qi "bus error\|signal 7" "$LOGDIR/$1" || { log_of "$1" | tail; fail "$3: a process died of SIGBUS"; }
+}
+
 # Room for 1 page of the control segment's 3: ft_init fails, cleanly.
-mount -t tmpfs -o size=4k,mode=700 ftrt-full "$TMP" || fail "cannot mount a tmpfs"
-train ctl 3 $ARGS && { log_of ctl | tail; fail "a store of 4 KiB: the job exited 0"; }
-no_sigbus ctl "a store of 4 KiB"
+too_small ctl 4k "a store of 4 KiB"
 grep -q "ft_init: .*$TMP/full/ctl.new: cannot reserve [0-9]* bytes: No space left on device" "$LOGDIR/ctl" ||
   { log_of ctl | tail; fail "a store of 4 KiB: no message naming the control segment and its lack of room"; }
 note "a store too small for the control segment: ft_init failed with a message, no SIGBUS"
 umount "$TMP" || fail "umount"
 
-# Room for no slot at all: the first snapshot fails, cleanly.
-mount -t tmpfs -o size=256k,mode=700 ftrt-full "$TMP" || fail "cannot mount a tmpfs"
-train none 3 $ARGS && { log_of none | tail; fail "a store of 256 KiB for 2 MiB of state: the job exited 0"; }
-no_sigbus none "a store of 256 KiB"
+# Room for no slot at all (2 MiB of state): the first snapshot fails.
+too_small none 256k "a store of 256 KiB"
 no_room none "a store of 256 KiB"
 note "a store too small for one slot: the job failed with a message, no SIGBUS"
 umount "$TMP" || fail "umount"
 
 # Room for one slot, not two: version 1 (step 2) commits, the slot for
 # version 2 cannot be made.
-mount -t tmpfs -o size=3m,mode=700 ftrt-full "$TMP" || fail "cannot mount a tmpfs"
-train one 3 $ARGS && { log_of one | tail; fail "a store with room for one slot: the job exited 0"; }
-no_sigbus one "a store with room for one slot"
+too_small one 3m "a store with room for one slot"
 no_room one "a store with room for one slot"
 grep -q "^step 2 " "$LOGDIR/one" || { log_of one | tail; fail "the job did not reach step 2"; }
 note "a store with room for one slot: the job failed with a message, no SIGBUS"
