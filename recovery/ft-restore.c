@@ -8,7 +8,8 @@
  *
  * Exit status: 0 restored or nothing to do, 3 unrecoverable (too many
  * losses; nothing changed), 4 a rank fell silent for FT_TIMEOUT (dead,
- * stopped or partitioned), 2 usage, 1 any other error.
+ * stopped or partitioned), 5 a store without room for what it must write
+ * (nothing a later run needs changed), 2 usage, 1 any other error.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -51,7 +52,8 @@ static void usage(FILE *f) {
       "end: its SMP holds the store; then exit 1, nothing changed).\n"
       "Exit: 0 restored or nothing to do, 3 too many losses (nothing\n"
       "changed), 4 a rank fell silent for FT_TIMEOUT (dead, stopped or\n"
-      "partitioned: run it again on the hosts left), 2 usage, 1 any other\n"
+      "partitioned: run it again on the hosts left), 5 a store without\n"
+      "room (make room there and run it again), 2 usage, 1 any other\n"
       "error.\n",
       f);
 }
@@ -215,7 +217,16 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
 }
 
 static int exit_code(int rc) {
-  return rc == FT_OK ? 0 : rc == FT_ETOOMANY ? 3 : 1;
+  switch (rc) {
+  case FT_OK:
+    return 0;
+  case FT_ETOOMANY:
+    return 3;
+  case FT_ENOSPC: /* a store without room: running it again gets the same */
+    return 5;
+  default:
+    return 1;
+  }
 }
 
 int main(int argc, char **argv) {

@@ -66,6 +66,7 @@ typedef struct ft__smp {
   uint64_t run; /* run id (store.h), agreed at start-up */
   int lock_fd; /* flock on the store: this launch's, until the process ends */
   int damaged; /* a slot that is not blank failed validation (store.h) */
+  int warned_unreserved; /* said once that slots cannot be reserved */
   ft__pulse_t pulse; /* heartbeats with the other SMPs (base/pulse.h) */
   double stopped_since[FT_MAX_LOCAL]; /* when a trainer was first seen
                                        * stopped by a signal, 0: running */
@@ -1371,27 +1372,43 @@ static int same_geom(const ft__slot_t *sl, const ft__slot_geom_t *g) {
          memcmp(h->rank_bytes, g->rank_bytes, sizeof(h->rank_bytes)) == 0;
 }
 
-/* Slot v % 2 may be overwritten: the other slot holds v-1 committed.  A
- * slot whose header went bad while mapped is made anew (its writers never
- * bless a damaged header with a new checksum, store.h). */
+/* Slot i in this launch's geometry: made anew unless it already is.  A
+ * slot whose header went bad while mapped is made anew too (its writers
+ * never bless a damaged header with a new checksum, store.h). */
+static int shape_slot(smp_t *s, int i) {
+  ft__slot_t *sl = &s->slot[i];
+  if (same_geom(sl, &s->geom) && ft__slot_intact(sl))
+    return FT_OK;
+  if (sl->map)
+    ft__slot_close(sl);
+  int rc = ft__slot_create_paced(sl, &s->c->dir, i, s->c->cfg.job, &s->geom,
+                                 poll_pulse, &s->pulse, s->msg, sizeof(s->msg));
+  if (rc)
+    return rc;
+  if (sl->unreserved && !s->warned_unreserved) {
+    s->warned_unreserved = 1;
+    FT_LOGW(&s->c->log,
+            "%s: its file system cannot reserve space (fallocate: not "
+            "supported): should the store fill up, a write into the slot "
+            "is a SIGBUS rather than FT_ENOSPC; keep the store on tmpfs",
+            sl->path);
+  }
+  /* Its pages made in bulk, not a fault at a time as the trainers'
+   * copies, the CRCs and the parity first touch them; a piece at a time
+   * with heartbeats between (trainers and peers hear this SMP). */
+  ft__slot_prefault_paced(sl, poll_pulse, &s->pulse);
+  return FT_OK;
+}
+
+/* Slot v % 2 may be overwritten: the other slot holds v-1 committed. */
 static int prepare(smp_t *s, uint64_t v) {
   int i = (int)(v % FT_NSLOTS);
   ft__slot_t *sl = &s->slot[i];
   /* Before a byte of the slot changes: a flush from it publishes nothing. */
   ft__flush_cancel_slot(s->flush, i);
-  if (!same_geom(sl, &s->geom) || !ft__slot_intact(sl)) {
-    if (sl->map)
-      ft__slot_close(sl);
-    int rc =
-        ft__slot_create_paced(sl, &s->c->dir, i, s->c->cfg.job, &s->geom,
-                              poll_pulse, &s->pulse, s->msg, sizeof(s->msg));
-    if (rc)
-      return rc;
-    /* Its pages made in bulk, not a fault at a time as the trainers'
-     * copies, the CRCs and the parity first touch them; a piece at a time
-     * with heartbeats between (trainers and peers hear this SMP). */
-    ft__slot_prefault_paced(sl, poll_pulse, &s->pulse);
-  }
+  int rc = shape_slot(s, i);
+  if (rc)
+    return rc;
   ft__slot_begin(sl, v, 0, s->epoch, s->layout);
   s->prepared = v;
   s->ctl->prepared_slot = i;
@@ -1640,6 +1657,16 @@ static int serve(smp_t *s) {
     int rc = do_layout(s);
     if (rc == FT_OK)
       rc = prepare(s, s->committed + 1);
+    /* Nothing committed: the other slot holds nothing either, and is made
+     * now too, so that a store without room for both fails here, before
+     * any training, rather than after the first commit. */
+    if (rc == FT_OK && s->committed == 0)
+      rc = shape_slot(s, (int)((s->committed + 2) % FT_NSLOTS));
+    /* The trainers' ft_restore (or first ft_snapshot) fails with it. */
+    if (rc != FT_OK && s->ctl->layout_status == FT_OK) {
+      s->ctl->layout_status = rc;
+      snprintf(s->ctl->msg, sizeof(s->ctl->msg), "%s", s->msg);
+    }
     ft__store32(&s->ctl->layout_ready, 1);
     ft__ctl_notify(s->ctl);
     return rc ? rc : 1;

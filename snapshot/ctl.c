@@ -86,7 +86,7 @@ int ft__ctl_create(const ft__dir_t *dir, uint32_t nlocal, ft__ctl_t **out,
                     strerror(err));
   }
   /* Every page backed: its users write it through their mappings. */
-  if (ft__store_reserve(fd, sizeof(ft__ctl_t), NULL, NULL) != 0) {
+  if (ft__store_reserve(fd, sizeof(ft__ctl_t), NULL, NULL) < 0) {
     int err = errno;
     close(fd);
     (void)ft__store_unlink(dir, "ctl.new", NULL, 0);

@@ -289,7 +289,7 @@ int ft__store_reserve(int fd, uint64_t bytes, void (*between)(void *),
           (off_t)(left < FT_PREFAULT_PIECE ? left : FT_PREFAULT_PIECE));
     while (rc != 0 && errno == EINTR);
     if (rc != 0)
-      return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+      return errno == EOPNOTSUPP || errno == ENOSYS ? 1 : -1;
     if (between)
       between(arg);
   }
@@ -327,15 +327,18 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
   /* Every byte backed before anything maps it: on a full tmpfs or disk, a
    * write into a page that cannot be backed is a SIGBUS in the writer (the
    * SMP's header, a trainer's copy, a rebuild's decode). */
-  if (ft__store_reserve(s->fd, g->seg_bytes, between, arg) != 0) {
+  int reserved = ft__store_reserve(s->fd, g->seg_bytes, between, arg);
+  if (reserved < 0) {
     int err = errno;
     int rc = ft__msgf(ft__from_errno(err), msg, msglen,
                       "%s: cannot reserve the slot's %llu bytes: %s; make "
                       "room there, or set FT_STORE_ROOT to a file system "
                       "with room",
                       s->path, (unsigned long long)g->seg_bytes, strerror(err));
-    (void)!ftruncate(s->fd, 0); /* what it reserved, given back */
+    /* What it reserved given back, and no empty file left to be taken
+     * for a damaged slot. */
     ft__slot_close(s);
+    (void)ft__store_unlink(dir, name, NULL, 0);
     return rc;
   }
   int rc = map_file(s, g->seg_bytes, msg, msglen);
@@ -343,6 +346,7 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
     ft__slot_close(s);
     return rc;
   }
+  s->unreserved = reserved > 0;
   write_header(s->hdr, job, g);
   return FT_OK;
 }

@@ -182,6 +182,7 @@ typedef struct ft__slot {
   uint8_t *map;
   ft__slot_hdr_t *hdr;
   int prefault_ok; /* ft__prefault_fd_safe(fd), asked at mapping */
+  int unreserved;  /* made where the file system cannot reserve: sparse */
 } ft__slot_t;
 
 /*
@@ -199,14 +200,14 @@ int ft__slot_validate(const void *image, size_t file_bytes, const char *job,
  * no write into a shared mapping of it meets a full store as a SIGBUS;
  * FT_PREFAULT_PIECE bytes at a time with between(arg) after each piece
  * (between may be NULL).  0, or -1 with errno (ENOSPC: no room).  A file
- * system that cannot reserve (EOPNOTSUPP) leaves the file sparse: 0. */
+ * system that cannot reserve (EOPNOTSUPP) leaves the file sparse: 1. */
 int ft__store_reserve(int fd, uint64_t bytes, void (*between)(void *),
                       void *arg);
 /* Create (or resize) slot idx in dir with geometry g, state EMPTY.  Its
  * bytes are reserved in the file system first (fallocate; skipped where the
  * file system cannot), so no later write into the mapping meets a full
  * store as a SIGBUS: a store without room fails here, FT_ENOSPC with a
- * message naming the slot, and the file is left empty.  msg may be NULL. */
+ * message naming the slot, and the file is removed.  msg may be NULL. */
 int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     const char *job, const ft__slot_geom_t *g, char *msg,
                     size_t msglen);

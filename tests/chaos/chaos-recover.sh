@@ -68,7 +68,8 @@ export FT_JOB=spare-full
 # s1 left 64 KiB: no room for h2's slot (2 MiB).  Its rebuild, in the
 # relaunch's ft_init and then in ft-restore on its own, fails with
 # FT_ENOSPC naming s1's slot (before: a SIGBUS in s1's rebuild), and
-# ft-launch gives up; with room made on s1, ft-restore (by hand, as a user
+# ft-launch gives up at once (exit 5: another try would meet the same full
+# store); with room made on s1, ft-restore (by hand, as a user
 # would) rebuilds h2's node from the stores the refusals left, and the job
 # resumes from step 8 with the fault-free digest.
 ft-cluster exec --name "$CL" s1 sh -c \
@@ -77,10 +78,10 @@ ft-cluster exec --name "$CL" s1 sh -c \
 launch_held full "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 1 --timeout 10
 chaos full kill-node h2
 finish
-expect_rc full 1 "the spare without room, ft-launch --restarts 1 --spares 1"
+expect_rc full 5 "the spare without room, ft-launch --restarts 1 --spares 1"
 expect_line full '^ftrt\[h[0-9] r[0-9]+ smp\] error: ft_init: the rebuild of the recovery \(FT_REBUILD=replace\): s1: cannot prepare a store for node 1: /dev/shm/ftrt/spare-full/slot[01]: cannot reserve the slot.s [0-9]+ bytes: No space left on device' "the rebuild in the relaunch refused, naming s1's slot"
 expect_line full '^ft-restore: s1: cannot prepare a store for node 1: .*No space left on device.*\(FT_ENOSPC\)$' "ft-restore refused, naming s1"
-expect_line full '^ft-launch: ft-restore failed \(exit 1\)$' "ft-launch gives up"
+expect_line full '^ft-launch: ft-restore: a store of the job has no room \(exit 5\): not restarting' "ft-launch gives up"
 expect_no_line full 'Bus error|signal 7' "the spare without room"
 ft-cluster exec --name "$CL" s1 rm /dev/shm/fill || fail "cannot free s1's /dev/shm"
 restore "h1 s1 h3 h4" full.restore

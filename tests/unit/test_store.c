@@ -381,6 +381,38 @@ START_TEST(prefault_ranges) {
 }
 END_TEST
 
+/* A slot's bytes are reserved when it is made, a piece at a time with a
+ * call between (an SMP's heartbeats): a slot of a piece and a bit has every
+ * block allocated, the calls are 2, and the header is written. */
+START_TEST(create_reserves) {
+  char dir[] = "/tmp/ftrt-reserve-XXXXXX", msg[512] = "";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ft__dir_t d;
+  ck_assert_msg(ft__dir_open(&d, dir, msg, sizeof(msg)) == FT_OK, "%s", msg);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uint64_t big[1] = {FT_PREFAULT_PIECE + 5 * page};
+  ft__slot_geom_t g;
+  ck_assert_int_eq(ft__slot_geom_local(&g, 1, big), FT_OK);
+  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  ft__slot_t s;
+  int calls = 0;
+  ck_assert_msg(ft__slot_create_paced(&s, &d, 0, JOB, &g, count_call, &calls,
+                                      msg, sizeof(msg)) == FT_OK,
+                "%s", msg);
+  struct stat st;
+  ck_assert_int_eq(fstat(s.fd, &st), 0);
+  ck_assert_uint_eq((uint64_t)st.st_size, g.seg_bytes);
+  if (!s.unreserved) { /* a file system that reserves */
+    ck_assert_int_eq(calls, 2);
+    ck_assert_uint_ge((uint64_t)st.st_blocks * 512, g.seg_bytes);
+  }
+  ck_assert(ft__slot_intact(&s));
+  ft__slot_close(&s);
+  ft__dir_close(&d);
+  rm_tree(dir);
+}
+END_TEST
+
 /* Re-creating a slot with another geometry leaves no byte of the old one. */
 START_TEST(recreate_other_geometry) {
   ft__slot_geom_t g1, g2;
@@ -2431,6 +2463,7 @@ int main(void) {
   tcase_add_test(tc, geom_code_layout);
   tcase_add_test(tc, geom_refusals);
   tcase_add_test(tc, prefault_ranges);
+  tcase_add_test(tc, create_reserves);
   tcase_add_test(tc, state_names);
   tcase_add_test(tc, state_machine);
   tcase_add_test(tc, recreate_other_geometry);
