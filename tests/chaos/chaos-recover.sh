@@ -68,7 +68,7 @@ export FT_JOB=spare-full
 # s1 left 64 KiB: no room for h2's slot (2 MiB).  Its rebuild, in the
 # relaunch's ft_init and then in ft-restore on its own, fails with
 # FT_ENOSPC naming s1's slot (before: a SIGBUS in s1's rebuild), and
-# ft-launch gives up at once (exit 5: another try would meet the same full
+# ft-launch gives up at once (exit 5: not another try on the same full
 # store); with room made on s1, ft-restore (by hand, as a user
 # would) rebuilds h2's node from the stores the refusals left, and the job
 # resumes from step 8 with the fault-free digest.
