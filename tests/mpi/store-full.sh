@@ -29,6 +29,8 @@ no_room() {  # NAME WHAT: the SMP's message names the slot, the program's the co
     grep -q "^ft-train-example: ft_restore: no space left in the store" "$LOGDIR/$1" ||
     { log_of "$1" | tail; fail "$2: no message naming the slot and its lack of room"; }
   ! grep -q "^step " "$LOGDIR/$1" || { log_of "$1" | tail; fail "$2: steps were trained before the failure"; }
+  # the slot that could not be reserved is removed, not left empty
+  [ -z "$(find "$TMP/full" -name 'slot*' -size 0)" ] || { ls -l "$TMP/full"; fail "$2: an empty slot file was left"; }
 }
 
 # too_small NAME SIZE WHAT: the job on a store of SIZE fails, and no
