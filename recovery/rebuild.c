@@ -254,6 +254,30 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
   return ft__store_clear(&r->dir, msg, msglen);
 }
 
+/* A spare takes the lost node's place, and the relaunch lays out the slot
+ * after the restored one too (runtime/smp.c, prepare): it is made here,
+ * in the same geometry, so that a spare with room for the one slot but
+ * not the other is refused now (FT_ENOSPC, ft-restore's exit 5), not by
+ * every relaunch's layout after a rebuild that reported success.  On
+ * refusal the restored slot goes too (nothing was written in it yet): no
+ * slot of the node is left on the spare. */
+static int reserve_next(ft__restore_t *r, ft__slot_t *sl,
+                        const ft__slot_geom_t *geom, char *msg, size_t msglen) {
+  int nidx = (sl->idx + 1) % FT_NSLOTS;
+  ft__slot_t *next = &r->slot[nidx];
+  if (next->map)
+    ft__slot_close(next);
+  int rc = ft__slot_create(next, &r->dir, nidx, r->job, geom, msg, msglen);
+  ft__slot_close(next); /* the relaunch's SMP maps it; nothing here does */
+  if (rc != FT_OK) {
+    char name[16];
+    snprintf(name, sizeof(name), "slot%d", sl->idx);
+    ft__slot_close(sl);
+    (void)ft__store_unlink(&r->dir, name, NULL, 0);
+  }
+  return rc;
+}
+
 /* The slot that receives a lost node's chunks, shaped as the lost node's
  * was: the spare's own slot (and the group table, which the spare keeps
  * as the survivors do), or for an adopted node a data-only slot in the
@@ -292,6 +316,8 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
     ft__slot_close(sl); /* the survey's mapping of an old slot */
   if (rc == FT_OK)
     rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
+  if (rc == FT_OK && !adopt)
+    rc = reserve_next(r, sl, &geom, msg, sizeof(msg));
   ft__dir_close(&sub); /* the slot keeps a descriptor of its own */
   if (rc == FT_OK) {
     ft__slot_prefault(sl); /* before the chains write into it */

@@ -83,6 +83,19 @@ expect_line full '^ftrt\[h[0-9] r[0-9]+ smp\] error: ft_init: the rebuild of the
 expect_line full '^ft-restore: s1: cannot prepare a store for node 1: .*No space left on device.*\(FT_ENOSPC\)$' "ft-restore refused, naming s1"
 expect_line full '^ft-launch: ft-restore: a store of the job has no room \(exit 5\): not restarting' "ft-launch gives up"
 expect_no_line full 'Bus error|signal 7' "the spare without room"
+# Room on s1 for h2's slot but not for the second slot the relaunch lays
+# out (version 4 goes into slot0, the next snapshot into slot1): the
+# rebuild reserves both, so ft-restore refuses with exit 5 naming slot1
+# (before: it rebuilt the node, exit 0, and every relaunch then failed at
+# its layout, until ft-launch's restarts were spent).
+S=$(sed -n 's/.*slot[01]: cannot reserve the slot.s \([0-9]*\) bytes.*/\1/p' "$WORK/full" | head -1)
+[ -n "$S" ] || die_with full "no slot size in the refusal"
+ft-cluster exec --name "$CL" s1 sh -c "rm /dev/shm/fill &&
+  fallocate -l \$((\$(df -k --output=avail /dev/shm | tail -1) - $S * 3 / 2048))k /dev/shm/fill" ||
+  fail "cannot leave s1 room for one slot and a half"
+restore "h1 s1 h3 h4" full.one
+expect_rc full.one 5 "ft-restore, s1 with room for one slot of two"
+expect_line full.one "^ft-restore: s1: cannot prepare a store for node 1: /dev/shm/ftrt/$FT_JOB/slot1: cannot reserve the slot.s $S bytes: No space left on device.*\\(FT_ENOSPC\\)$" "ft-restore refused, naming s1's second slot"
 ft-cluster exec --name "$CL" s1 rm /dev/shm/fill || fail "cannot free s1's /dev/shm"
 restore "h1 s1 h3 h4" full.restore
 expect_rc full.restore 0 "ft-restore after room was made on s1"
