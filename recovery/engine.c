@@ -54,6 +54,25 @@ int ft__restore_run(ft__restore_t *r) {
   return rc;
 }
 
+int ft__restore_start_over(ft__restore_t *r, const char *next) {
+  char msg[512] = "";
+  int rc = FT_OK;
+  if (!r->opts.dry_run && r->dir.fd >= 0 &&
+      (rc = ft__store_clear(&r->dir, msg, sizeof(msg))))
+    ft__rsay(r, rc, "%s: %s", r->host, msg);
+  if ((rc = ft__ragree(r, rc)))
+    return rc;
+  snprintf(r->msg, sizeof(r->msg),
+           "nothing to restore: no version of job '%s' was ever committed "
+           "(it failed before its first snapshot committed; every surviving "
+           "store is whole and holds none): %s",
+           r->job, r->opts.dry_run ? "dry run, nothing removed" : next);
+  /* Under ft-launch: the recovery's account says so. */
+  if (r->rank == 0 && !r->opts.dry_run)
+    ft__times_say("fresh", "fresh_ms=%" PRId64, ft__times_now_ms());
+  return FT_OK;
+}
+
 /* Under ft-launch, the line it reads: when this restore passed each point,
  * and what it rebuilt (base/times.h). */
 static void report_times(const ft__restore_t *r) {
@@ -69,9 +88,10 @@ static void report_json(const ft__restore_t *r, int status) {
   printf("{\"status\":\"%s\",\"code\":\"%s\",\"job\":\"%s\",\"version\":%llu,"
          "\"step\":%llu,\"lost\":[",
          status == FT_OK
-             ? r->disk ? "disk"
-               : (r->nlost || r->ncorrupt || r->ndamaged ? "restored"
-                                                         : "nothing")
+             ? r->disk    ? "disk"
+               : r->never ? "fresh"
+                          : (r->nlost || r->ncorrupt || r->ndamaged ? "restored"
+                                                                    : "nothing")
              : "failed",
          ft_err_name(status), r->job, (unsigned long long)r->version,
          (unsigned long long)r->step);
@@ -103,7 +123,7 @@ void ft__restore_report(const ft__restore_t *r, int status) {
     report_times(r);
   if (r->opts.json) {
     report_json(r, status);
-  } else if (status == FT_OK && r->disk) {
+  } else if (status == FT_OK && (r->disk || r->never)) {
     printf("ft-restore: %s\n", r->msg);
   } else if (status != FT_OK) {
     fprintf(stderr, "ft-restore: %s (%s)\n", r->msg[0] ? r->msg : "failed",

@@ -143,9 +143,10 @@ static void restore_silent(void *arg, const ft__pulse_t *p, int rank) {
  * FT_PERSIST_DIR holding a version of the job, every node with a store gets
  * FT_DISK_MARKER, which makes the relaunch drop what memory holds and
  * resume from disk (runtime/smp.c); nothing else changes.  Without one, the
- * refusal stands (FT_ETOOMANY).  Collective. */
-static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
-                         int refused) {
+ * refusal stands (FT_ETOOMANY).  *on_disk: 0 when every rank found no
+ * version of the job there.  Collective. */
+static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg, int refused,
+                         int *on_disk) {
   ft__dir_t job;
   ft__pversion_t *v = NULL;
   int n = 0;
@@ -156,6 +157,12 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg,
     rc = ft__persist_list(&job, &v, &n, NULL, msg, sizeof(msg));
   if (rc == FT_OK && n == 0)
     rc = FT_ENOENT;
+  /* No version of the job there, as every rank sees it (else unknown). */
+  int none = rc == FT_ENOENT;
+  if (MPI_Allreduce(MPI_IN_PLACE, &none, 1, MPI_INT, MPI_MIN, r->comm) !=
+      MPI_SUCCESS)
+    none = 0;
+  *on_disk = !none;
   rc = ft__agree(r->comm, rc);
   /* The newest version that verifies (each rank reads a share of its
    * files): nothing is marked for one the relaunch could not use. */
@@ -289,9 +296,17 @@ int main(int argc, char **argv) {
   }
   /* More losses than the code rebuilds, or no version to rebuild (a launch
    * that was restoring from disk lost a host before its first commit). */
+  int on_disk = 1;
   if ((rc == FT_ETOOMANY || rc == FT_ENOSNAPSHOT) && cfg.persist_dir[0] &&
       !r.opts.verify)
-    rc = disk_fallback(&r, &cfg, rc);
+    rc = disk_fallback(&r, &cfg, rc, &on_disk);
+  /* Nothing ever committed, in memory or (none there) on disk: nothing is
+   * lost by starting over, and the stores are cleared for it. */
+  if (rc == FT_ENOSNAPSHOT && r.never && !r.opts.verify &&
+      (!cfg.persist_dir[0] || !on_disk))
+    rc = ft__restore_start_over(&r, "the stores, holding nothing "
+                                    "committed, were cleared; the next "
+                                    "launch starts the job afresh");
   /* A version found or rebuilt in memory: a marker of an earlier
    * hand-over is stale (the lost hosts came back). */
   if (rc == FT_OK && !r.disk && !r.opts.dry_run && !r.opts.verify &&

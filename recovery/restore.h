@@ -56,6 +56,7 @@ typedef struct ft__rnode {
    * node without a store that can take its place. */
   int32_t slot_rc[FT_NSLOTS];
   int32_t meta_bad;
+  int32_t marked; /* its store holds FT_DISK_MARKER (a hand-over to disk) */
   char slot_msg[FT_NSLOTS][192];
 } ft__rnode_t;
 
@@ -127,6 +128,8 @@ typedef struct ft__restore {
   int ncleared; /* slots that failed validation and hold nothing to keep:
                  * removed, so that the relaunch finds none (rebuild.c) */
   /* results */
+  int never; /* no version was ever committed (survey.c, never_committed):
+              * FT_ENOSNAPSHOT, and nothing is lost by a fresh start */
   int disk; /* more losses than the code rebuilds: the relaunch resumes
              * from the disk tier, version disk_version (step disk_step) */
   uint64_t disk_version, disk_step;
@@ -155,6 +158,14 @@ int ft__chunk_bad(const ft__restore_t *r, int node, int role);
  * ft__ragree hands to every rank.  Returns rc. */
 int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* After FT_ENOSNAPSHOT with r->never (no version was ever committed, so a
+ * fresh start loses nothing): every store of the job among the ranks is
+ * cleared (not under opts.dry_run), so that the next launch, on any hosts
+ * and in any shape, starts the job afresh as its first launch did; r->msg
+ * says so, ending with `next` (what happens now).  Collective over
+ * r->comm. */
+int ft__restore_start_over(ft__restore_t *r, const char *next);
 
 /* Agreement over r->comm: the most negative status; everyone gets r->msg
  * from the lowest rank that failed with a message. */

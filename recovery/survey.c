@@ -6,9 +6,12 @@
  * store.h, ft__newest_committed), which members lost or damaged their copy
  * of it, and which chunks of it fail their CRC.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "recovery/survey.h"
@@ -142,6 +145,10 @@ static void read_local(ft__restore_t *r, ft__rnode_t *me, int pending) {
     rc = read_members(r, me);
   }
   read_slots(r, me);
+  struct stat st;
+  me->marked = r->dir.fd >= 0 && (fstatat(r->dir.fd, FT_DISK_MARKER, &st,
+                                          AT_SYMLINK_NOFOLLOW) == 0 ||
+                                  errno != ENOENT);
   if (rc == FT_OK && me->has_meta) {
     ft__meta_t *tmp = ft__calloc(1, sizeof(*tmp));
     rc = tmp ? read_pending(r, me, tmp) : FT_ENOMEM;
@@ -467,10 +474,44 @@ static int share_hosts(ft__restore_t *r) {
              : FT_EMPI;
 }
 
+/* Did the job never commit a version?  Only on evidence: some node holds
+ * the job's store, and every store there is reads whole, with no pending
+ * layout, no hand-over to the disk tier, and both slots (the layout makes
+ * both, runtime/smp.c) intact and never encoded, at version 1 at most.  A
+ * commit needs every node's parity (store.h), so no survivor would hold
+ * such slots had one been made; a survivor whose store is missing, or
+ * unreadable, or damaged proves nothing (a whole cluster lost looks the
+ * same as one that never started), and the restore is refused as before. */
+static int never_committed(const ft__restore_t *r) {
+  int stores = 0;
+  for (int i = 0; i < r->size; i++) {
+    const ft__rnode_t *n = &r->all[i];
+    if (n->err || n->meta_bad || n->marked)
+      return 0;
+    if (!n->has_meta)
+      continue;
+    if (n->pend_epoch)
+      return 0;
+    for (int s = 0; s < FT_NSLOTS; s++)
+      if (n->slot_rc[s] || !n->slot_ok[s] || n->version[s] > 1 ||
+          n->state[s] >= FT_SLOT_ENCODED)
+        return 0;
+    stores++;
+  }
+  return stores > 0;
+}
+
 static int pick_version(ft__restore_t *r) {
   int rc = committed_in(r, 0, 0, &r->version);
   if (rc)
     return ft__rsay(r, rc, "%s: out of memory choosing the version", r->host);
+  r->never = !r->version && never_committed(r);
+  if (r->never)
+    return ft__rsay(r, FT_ENOSNAPSHOT,
+                    "no version of job '%s' was ever committed: the slots of "
+                    "every surviving store are whole and hold none (the job "
+                    "failed before its first snapshot committed)",
+                    r->job);
   if (!r->version)
     return ft__rsay(r, FT_ENOSNAPSHOT,
                     "no surviving node holds a committed version of job '%s' "

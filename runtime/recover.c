@@ -13,7 +13,10 @@
  * no version, a disk hand-over, a mismatch) fails ft_init with the engine's
  * message, having changed nothing, and ft-launch then runs ft-restore on its
  * own, which decides as it always did (its message, its exit status, the
- * disk tier).
+ * disk tier).  One exception: a job that never committed a version
+ * (recovery/survey.c, never_committed) and has no disk tier loses nothing
+ * by starting over, so its stores are cleared and the launch goes on as
+ * its first did, with a warning that says so.
  */
 #include "runtime/recover.h"
 
@@ -51,12 +54,18 @@ int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
   if (ft__restore_arm_hold(r, a->cfg->hold, hmsg, sizeof(hmsg)) != FT_OK)
     FT_LOGW(a->log, "FT_HOLD=%s: %s", a->cfg->hold, hmsg);
   rc = ft__restore_run(r);
+  if (rc == FT_ENOSNAPSHOT && r->never && !a->cfg->persist_dir[0] &&
+      (rc = ft__restore_start_over(r, "the stores, holding nothing "
+                                      "committed, were cleared; the job "
+                                      "starts afresh")) == FT_OK &&
+      r->rank == 0)
+    FT_LOGW(a->log, "the rebuild of the recovery: %s", r->msg);
   /* A version found or rebuilt in memory: a marker of an earlier hand-over
    * to the disk tier is stale (its lost hosts came back), as after
    * ft-restore. */
   /* Its lines and summary when it ended well; else ft_init says why, and
    * ft-restore, run next on its own, says it again with what to do. */
-  if (rc == FT_OK) {
+  if (rc == FT_OK && !r->never) {
     ft__store_unlink(&r->dir, FT_DISK_MARKER, NULL, 0);
     ft__restore_report(r, rc);
   }

@@ -9,6 +9,13 @@
 #      18), and --times FILE holds its stamps in the order the recovery
 #      passed them; the job's and ft-restore's "ftrt-times:" lines that
 #      they come from are not shown.
+#   4. h2 killed in the first snapshot, before anything was committed:
+#      nothing to restore and nothing lost by starting over; ft-restore
+#      (--restore-job) says so and clears the survivors' stores, and the
+#      job starts afresh on h1 s1 h3 h4 with the fault-free digest.
+#   5. the same with no spare and the rebuild in the relaunch (ft_init):
+#      shrunk to 3 hosts, started afresh, with the digest of a fault-free
+#      run on 3 hosts.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -68,4 +75,42 @@ for i in 1 2 3 4; do
 done
 [ "$(tr ' ' '\n' <<<"$positions" | sort -n | tr -d '\n')" = 0123 ] ||
   fail "the lost hosts covered positions$positions of the group, not 0 1 2 3"
-echo "PASS: every position of a 3+1 group lost and rebuilt"
+
+# A host lost before the job's first commit: nothing to restore, and
+# nothing lost by starting over.  The survivors' slots are whole and were
+# never encoded, so the rebuild (in the relaunch, then in ft-restore as a
+# job of its own) clears their stores and the job starts afresh, with the
+# digest of a run without faults on the hosts it ends on (before: "no
+# surviving node holds a committed version", and ft-launch gave up).
+# first_lost LOG WHAT [ARGS...]: h2 killed while the trainers copy the
+# first snapshot (step 2), under ft-launch --restarts 1 ARGS.
+first_lost() {
+  local log=$1 what=$2
+  shift 2
+  export FT_JOB=first-$log
+  launch_held "$log" "$STEPS" "phase=snapshot,step=2" --job "$FT_JOB" --restarts 1 "$@"
+  chaos "$log" kill-node h2
+  finish
+  expect_rc "$log" 0 "$what"
+  [ "$(grep -c '^fresh start$' "$WORK/$log")" -eq 2 ] || die_with "$log" "$what: not two fresh starts"
+  expect_no_line "$log" '^resumed from step' "$what"
+  expect_digest "$log" "$what"
+}
+
+begin "4. h2 lost in the first snapshot, before its commit; s1 replaces it, the job starts afresh"
+up cgroup 4 --spares 1
+first_lost first4 "h2 lost before the first commit, --restore-job" --spares 1 --restore-job
+expect_line first4 "^ft-restore: nothing to restore: no version of job '$FT_JOB' was ever committed .*; the next launch starts the job afresh$" "ft-restore says why"
+expect_line first4 "^ft-launch: on cluster $CL: h1 s1 h3 h4;" "the relaunch on s1"
+expect_line first4 "^ft-launch: recovery 1: nothing had been committed before the failure: the job started afresh$" "ft-launch says so"
+ok "h2 lost before the first commit: nothing to restore, started afresh on s1, digest matches"
+
+begin "5. the same with no spare, the rebuild in the relaunch: shrunk to 3 hosts, started afresh"
+up cgroup 4
+reference ref3 "$STEPS" --nodes 3
+first_lost first5 "h2 lost before the first commit, no spare, rebuild in the relaunch"
+expect_line first5 "^ft-launch: on cluster $CL: h1 h3 h4;" "the relaunch on the 3 hosts left"
+expect_line first5 "^ftrt\\[h[0-9] r[0-9]+ smp\\] warn: the rebuild of the recovery: nothing to restore: no version of job '$FT_JOB' was ever committed .*; the job starts afresh$" "the relaunch's SMPs say why it starts afresh"
+expect_line first5 "^ft-launch: recovery 1: nothing had been committed before the failure: the job starts afresh$" "ft-launch says so"
+ok "h2 lost before the first commit, no spare: started afresh on 3 hosts, digest of a 3-host run"
+echo "PASS: every position of a 3+1 group lost and rebuilt; a loss before the first commit starts afresh"

@@ -228,6 +228,109 @@ START_TEST(three_lost_in_one_group) {
 }
 END_TEST
 
+/* A job lost a node before its first commit: every survivor's slot 0 is
+ * FILLING version 1 and slot 1 EMPTY, both whole (the layout makes both).
+ * Nothing to restore, and the survey says that nothing was ever committed
+ * (r.never: ft-restore clears the stores and the job starts afresh).  Any
+ * sign that something may have been committed, on one survivor, keeps the
+ * refusal: a slot encoded, damaged or missing, a newer version, a pending
+ * layout, a hand-over to disk, unreadable metadata or store; and a job of
+ * which no survivor holds a store (a whole cluster lost looks the same). */
+enum {
+  FRESH,
+  ENCODED,
+  DAMAGED,
+  MISSING,
+  NEWER,
+  PENDING,
+  MARKED,
+  META_BAD,
+  UNREADABLE,
+  NO_STORES,
+  NCASES
+};
+
+static int never_after(int variant, char *msg, size_t msglen) {
+  unsigned char lost[12];
+  memset(lost, 0, sizeof(lost));
+  lost[3] = 1;
+  NODES = 12;
+  ft__groups_t g;
+  form(&g);
+  ft__restore_t r;
+  memset(&r, 0, sizeof(r));
+  snprintf(r.job, sizeof(r.job), "plan");
+  r.opts.mode = FT_RESTORE_REPLACE;
+  r.size = NODES;
+  r.all = calloc((size_t)r.size, sizeof(ft__rnode_t));
+  ck_assert_ptr_nonnull(r.all);
+  int i = 0;
+  for (int n = 0; n < NODES; n++) {
+    if (lost[n] || variant == NO_STORES)
+      continue;
+    ft__rnode_t *s = &r.all[i++];
+    summary(s, &g, n);
+    s->state[0] = FT_SLOT_FILLING;
+    s->version[0] = 1, s->step[0] = 0;
+    s->slot_ok[1] = 1, s->slot_rc[1] = FT_OK;
+    s->vepoch[1] = s->vlayout[1] = 1;
+    s->state[1] = FT_SLOT_EMPTY;
+  }
+  for (int j = i; j < r.size; j++)
+    snprintf(r.all[j].host, sizeof(r.all[j].host), "spare%02d", j);
+  ft__groups_free(&g);
+  ft__rnode_t *one = &r.all[5];
+  switch (variant) {
+  case ENCODED:
+    one->state[0] = FT_SLOT_ENCODED;
+    break;
+  case DAMAGED:
+    one->slot_ok[1] = 0, one->slot_rc[1] = FT_ECORRUPT;
+    break;
+  case MISSING:
+    one->slot_ok[1] = 0, one->slot_rc[1] = FT_ENOENT;
+    break;
+  case NEWER:
+    one->version[0] = 3;
+    break;
+  case PENDING:
+    one->pend_epoch = 2;
+    break;
+  case MARKED:
+    one->marked = 1;
+    break;
+  case META_BAD:
+    one->has_meta = 0, one->meta_bad = 1;
+    break;
+  case UNREADABLE:
+    r.all[NODES - 1].err = FT_EIO;
+    break;
+  default:
+    break;
+  }
+  int rc = ft__survey_plan(&r);
+  int never = r.never;
+  snprintf(msg, msglen, "%s (%s)", r.msg, ft_err_name(rc));
+  ck_assert_int_ne(rc, FT_OK); /* nothing to restore, either way */
+  if (never)
+    ck_assert_int_eq(rc, FT_ENOSNAPSHOT);
+  release(&r, NULL);
+  NODES = 2048;
+  return never;
+}
+
+START_TEST(never_committed) {
+  char msg[1024];
+  ck_assert_msg(never_after(FRESH, msg, sizeof(msg)), "fresh: %s", msg);
+  ck_assert_msg(strstr(msg, "no version of job 'plan' was ever committed"),
+                "message: %s", msg);
+  for (int v = ENCODED; v < NCASES; v++) {
+    ck_assert_msg(!never_after(v, msg, sizeof(msg)),
+                  "case %d taken for a job that never committed: %s", v, msg);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("plan");
   TCase *tc = tcase_create("core");
@@ -235,6 +338,7 @@ int main(void) {
   tcase_add_test(tc, one_lost_per_group);
   tcase_add_test(tc, three_lost_in_one_group);
   tcase_add_test(tc, forty_thousand_nodes);
+  tcase_add_test(tc, never_committed);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
