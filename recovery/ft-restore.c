@@ -12,6 +12,7 @@
  * (nothing a later run needs changed), 2 usage, 1 any other error.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,17 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg, int refused,
   return rc == FT_OK ? FT_OK : refused;
 }
 
+/* A store without room (exit 5): under ft-launch, the lowest rank whose
+ * store it was, so that a spare without room can be given up for the
+ * next (ft-launch's node list is in rank order).  Collective. */
+static void say_full(const ft__restore_t *r) {
+  int full = r->full ? r->rank : INT_MAX;
+  if (MPI_Allreduce(MPI_IN_PLACE, &full, 1, MPI_INT, MPI_MIN, r->comm) ==
+          MPI_SUCCESS &&
+      r->rank == 0 && full != INT_MAX)
+    ft__times_say("full", "full_rank=%d", full);
+}
+
 static int exit_code(int rc) {
   switch (rc) {
   case FT_OK:
@@ -312,6 +324,8 @@ int main(int argc, char **argv) {
   if (rc == FT_OK && !r.disk && !r.opts.dry_run && !r.opts.verify &&
       r.dir.fd >= 0)
     ft__store_unlink(&r.dir, FT_DISK_MARKER, NULL, 0);
+  if (rc == FT_ENOSPC)
+    say_full(&r);
   ft__restore_report(&r, rc);
   ft__restore_hold_done(&r, 0);
   ft__dir_close(&r.dir);

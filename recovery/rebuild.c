@@ -328,6 +328,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
     if (!adopt)
       r->my_slot = idx;
   } else {
+    r->full |= rc == FT_ENOSPC;
     ft__rsay(r, rc, "%s: cannot prepare a store for node %d: %s", r->host, node,
         msg);
   }
@@ -364,6 +365,7 @@ static int reshape_damaged(ft__restore_t *r) {
   if (sl->map)
     ft__slot_close(sl);
   rc = ft__slot_create(sl, &r->dir, idx, r->job, &geom, msg, sizeof(msg));
+  r->full |= rc == FT_ENOSPC;
   if (rc)
     return ft__rsay(r, rc, "%s: cannot rebuild its copy in place: %s", r->host,
                     msg);

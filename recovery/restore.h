@@ -128,6 +128,7 @@ typedef struct ft__restore {
   int ncleared; /* slots that failed validation and hold nothing to keep:
                  * removed, so that the relaunch finds none (rebuild.c) */
   /* results */
+  int full;  /* this rank's store had no room for a slot (FT_ENOSPC) */
   int never; /* no version was ever committed (survey.c, never_committed):
               * FT_ENOSNAPSHOT, and nothing is lost by a fresh start */
   int disk; /* more losses than the code rebuilds: the relaunch resumes

@@ -12,7 +12,8 @@
 # own from the start, cut short the same way), and with the partition
 # under ft-launch --hostfile on the cluster's head.  And a spare without
 # room for the node: the rebuild is refused (FT_ENOSPC), and what it leaves
-# lets ft-restore rebuild the node once there is room.
+# lets ft-restore rebuild the node once there is room; with a second
+# spare, the one without room is given up and the other takes the node.
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -105,6 +106,29 @@ expect_rc full.resume 0 "the relaunch after ft-restore"
 expect_resumed full.resume 8 8 "the relaunch after ft-restore"
 expect_digest full.resume "the relaunch after ft-restore"
 ok "s1 without room: refused with FT_ENOSPC naming its slot, no SIGBUS; with room, ft-restore rebuilt h2 onto s1, resumed from step 8, digest matches"
+
+begin "h2 lost at step 8; the spare s1's /dev/shm full, s2 with room: s2 takes the node"
+up crecover 4 --spares 2
+export FT_JOB=spare-next
+# ft-restore names the spare without room (its rank, on ft-launch's
+# channel); ft-launch gives that spare up and puts the next one in its
+# place, rather than stopping with exit 5 while a spare with room is left
+# (before: exit 5, nothing tried).
+ft-cluster exec --name "$CL" s1 sh -c \
+  'fallocate -l $(($(df -k --output=avail /dev/shm | tail -1) - 64))k /dev/shm/fill' ||
+  fail "cannot fill s1's /dev/shm"
+launch_held next "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 2 --timeout 10
+chaos next kill-node h2
+finish
+expect_rc next 0 "s1 without room, s2 with room, ft-launch --restarts 1 --spares 2"
+expect_line next '^ft-launch: spare s1 has no room for the store of the node it replaces \(ft-restore exit 5\): given up; s2 takes its place$' "s1 given up for s2"
+expect_line next '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "h2's node rebuilt onto s2"
+expect_line next "^ft-launch: on cluster $CL: h1 s2 h3 h4;" "the relaunch on s2"
+expect_resumed next 8 8 "s2 in place of s1"
+expect_digest next "s2 in place of s1"
+expect_line next '^ft-launch: \[.*\] done: success after 1 restart\(s\): h2 -> s2$' "the last line names s2"
+ft-cluster exec --name "$CL" s1 rm /dev/shm/fill || fail "cannot free s1's /dev/shm"
+ok "s1 without room: given up, s2 took h2's node, resumed from step 8, digest matches"
 
 begin "the same on the hostfile path: the rebuild's heartbeats and the probing watchdog"
 # ft-launch --hostfile, run on the cluster's head, knows nothing of the
