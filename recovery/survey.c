@@ -474,14 +474,18 @@ static int share_hosts(ft__restore_t *r) {
              : FT_EMPI;
 }
 
-/* Did the job never commit a version?  Only on evidence: some node holds
- * the job's store, and every store there is reads whole, with no pending
- * layout, no hand-over to the disk tier, and both slots (the layout makes
- * both, runtime/smp.c) intact and never encoded, at version 1 at most.  A
- * commit needs every node's parity (store.h), so no survivor would hold
- * such slots had one been made; a survivor whose store is missing, or
- * unreadable, or damaged proves nothing (a whole cluster lost looks the
- * same as one that never started), and the restore is refused as before. */
+/* Did the job never commit a version?  Only on evidence: the stores of
+ * the job's first layout (epoch and layout 1: every rebuild, restore from
+ * disk or change of layout moves them up, and a launch that resumed from
+ * disk begins its versions at 1 again) whole on enough nodes that the
+ * layout could be rebuilt (at most m lost in every group: one store left
+ * over from an older run looks the same as a job never started, and is
+ * refused), and on each of them no pending layout, no hand-over to the
+ * disk tier, and both slots (the layout makes both, runtime/smp.c)
+ * intact, never encoded, at version 1 at most.  A commit needs every
+ * node's parity (store.h), so no survivor would hold such slots had one
+ * been made; a store missing, unreadable or damaged proves nothing, and
+ * the restore is refused as before. */
 static int never_committed(const ft__restore_t *r) {
   int stores = 0;
   for (int i = 0; i < r->size; i++) {
@@ -490,13 +494,20 @@ static int never_committed(const ft__restore_t *r) {
       return 0;
     if (!n->has_meta)
       continue;
-    if (n->pend_epoch)
+    if (n->pend_epoch || n->epoch != 1 || n->layout != 1)
       return 0;
     for (int s = 0; s < FT_NSLOTS; s++)
       if (n->slot_rc[s] || !n->slot_ok[s] || n->version[s] > 1 ||
           n->state[s] >= FT_SLOT_ENCODED)
         return 0;
     stores++;
+  }
+  for (int g = 0; g < r->ngroups; g++) {
+    int lost = 0;
+    for (int p = 0; p < r->gsize[g]; p++)
+      lost += r->rank_of_node[r->members[g][p]] < 0;
+    if (lost > r->m)
+      return 0;
   }
   return stores > 0;
 }

@@ -88,10 +88,15 @@ first_lost() {
   local log=$1 what=$2
   shift 2
   export FT_JOB=first-$log
-  launch_held "$log" "$STEPS" "phase=snapshot,step=2" --job "$FT_JOB" --restarts 1 "$@"
+  launch_held "$log" "$STEPS" "phase=snapshot,step=2" --job "$FT_JOB" --restarts 1 \
+    --times "$WORK/$log.times" "$@"
   chaos "$log" kill-node h2
   finish
   expect_rc "$log" 0 "$what"
+  expect_line "$log" "^ft-launch: recovery 1: nothing had been committed before the failure: the job starts afresh$" "$what: ft-launch says so"
+  expect_no_line "$log" "no account" "$what"
+  [ "$(grep -Ec '^recovery=1 mode=(replace|shrink) .*fresh_ms=[0-9]+' "$WORK/$log.times")" -eq 1 ] ||
+    die_with "$log" "$what: --times holds not one line of recovery 1 with its fresh start: $(cat "$WORK/$log.times")"
   [ "$(grep -c '^fresh start$' "$WORK/$log")" -eq 2 ] || die_with "$log" "$what: not two fresh starts"
   expect_no_line "$log" '^resumed from step' "$what"
   expect_digest "$log" "$what"
@@ -102,7 +107,6 @@ up cgroup 4 --spares 1
 first_lost first4 "h2 lost before the first commit, --restore-job" --spares 1 --restore-job
 expect_line first4 "^ft-restore: nothing to restore: no version of job '$FT_JOB' was ever committed .*; the next launch starts the job afresh$" "ft-restore says why"
 expect_line first4 "^ft-launch: on cluster $CL: h1 s1 h3 h4;" "the relaunch on s1"
-expect_line first4 "^ft-launch: recovery 1: nothing had been committed before the failure: the job started afresh$" "ft-launch says so"
 ok "h2 lost before the first commit: nothing to restore, started afresh on s1, digest matches"
 
 begin "5. the same with no spare, the rebuild in the relaunch: shrunk to 3 hosts, started afresh"
@@ -111,6 +115,5 @@ reference ref3 "$STEPS" --nodes 3
 first_lost first5 "h2 lost before the first commit, no spare, rebuild in the relaunch"
 expect_line first5 "^ft-launch: on cluster $CL: h1 h3 h4;" "the relaunch on the 3 hosts left"
 expect_line first5 "^ftrt\\[h[0-9] r[0-9]+ smp\\] warn: the rebuild of the recovery: nothing to restore: no version of job '$FT_JOB' was ever committed .*; the job starts afresh$" "the relaunch's SMPs say why it starts afresh"
-expect_line first5 "^ft-launch: recovery 1: nothing had been committed before the failure: the job starts afresh$" "ft-launch says so"
 ok "h2 lost before the first commit, no spare: started afresh on 3 hosts, digest of a 3-host run"
 echo "PASS: every position of a 3+1 group lost and rebuilt; a loss before the first commit starts afresh"

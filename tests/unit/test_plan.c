@@ -234,8 +234,11 @@ END_TEST
  * (r.never: ft-restore clears the stores and the job starts afresh).  Any
  * sign that something may have been committed, on one survivor, keeps the
  * refusal: a slot encoded, damaged or missing, a newer version, a pending
- * layout, a hand-over to disk, unreadable metadata or store; and a job of
- * which no survivor holds a store (a whole cluster lost looks the same). */
+ * layout, a hand-over to disk, unreadable metadata or store, a layout
+ * epoch past the first (a launch that resumed from disk begins at version 1
+ * again); and a job of which no survivor holds a store, or too few to
+ * rebuild the layout (a whole cluster lost looks the same, and so does
+ * one store left over from an older run). */
 enum {
   FRESH,
   ENCODED,
@@ -247,16 +250,26 @@ enum {
   META_BAD,
   UNREADABLE,
   NO_STORES,
+  EPOCH,
+  LAYOUT,
+  TOO_MANY,
+  LEFT_ALONE,
   NCASES
 };
 
 static int never_after(int variant, char *msg, size_t msglen) {
   unsigned char lost[12];
   memset(lost, 0, sizeof(lost));
-  lost[3] = 1;
   NODES = 12;
   ft__groups_t g;
   form(&g);
+  lost[g.members[0][1]] = 1;
+  /* m + 1 of group 0's nodes lost; or all but one node of each group,
+   * whose stores (an older run's, left over) are all that is there */
+  for (int p = 2; variant == TOO_MANY && p < M + 2; p++)
+    lost[g.members[0][p]] = 1;
+  for (int n = 0; variant == LEFT_ALONE && n < NODES; n++)
+    lost[n] = g.pos_of[n] != 0;
   ft__restore_t r;
   memset(&r, 0, sizeof(r));
   snprintf(r.job, sizeof(r.job), "plan");
@@ -279,7 +292,7 @@ static int never_after(int variant, char *msg, size_t msglen) {
   for (int j = i; j < r.size; j++)
     snprintf(r.all[j].host, sizeof(r.all[j].host), "spare%02d", j);
   ft__groups_free(&g);
-  ft__rnode_t *one = &r.all[5];
+  ft__rnode_t *one = &r.all[variant == LEFT_ALONE ? 0 : 5];
   switch (variant) {
   case ENCODED:
     one->state[0] = FT_SLOT_ENCODED;
@@ -304,6 +317,14 @@ static int never_after(int variant, char *msg, size_t msglen) {
     break;
   case UNREADABLE:
     r.all[NODES - 1].err = FT_EIO;
+    break;
+  case EPOCH: /* a launch that resumed from disk, or after a rebuild */
+    for (int k = 0; k < i; k++)
+      r.all[k].epoch = 2;
+    break;
+  case LAYOUT:
+    for (int k = 0; k < i; k++)
+      r.all[k].epoch = r.all[k].layout = 2, r.all[k].vepoch[1] = 2;
     break;
   default:
     break;
