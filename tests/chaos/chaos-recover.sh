@@ -63,6 +63,17 @@ expect_no_line killed 'its SMPs rebuild first' "no rebuild in the relaunch"
 expect_line killed "^ft-launch: recovery 1: training resumed [0-9.]+ s after the failed job's end: .*, ft-restore [0-9.]+ s \\(start-up .*, try 2\\), relaunch [0-9.]+ s, ft_init [0-9.]+ s, until restored [0-9.]+ s$" "the account of ft-restore's second try"
 ok "s1 killed during its ft-restore (--restore-job): rebuilt onto s2, resumed from step 8, digest matches"
 
+# full_spare LOG SPARES: s1's /dev/shm filled (64 KiB left), then h2
+# killed at step 8 under ft-launch --restarts 1 --spares SPARES.
+full_spare() {
+  ft-cluster exec --name "$CL" s1 sh -c \
+    'fallocate -l $(($(df -k --output=avail /dev/shm | tail -1) - 64))k /dev/shm/fill' ||
+    fail "cannot fill s1's /dev/shm"
+  launch_held "$1" "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares "$2" --timeout 10
+  chaos "$1" kill-node h2
+  finish
+}
+
 begin "h2 lost at step 8; the spare's /dev/shm full: the rebuild refused, nothing lost"
 up crecover 4 --spares 2
 export FT_JOB=spare-full
@@ -73,12 +84,7 @@ export FT_JOB=spare-full
 # store); with room made on s1, ft-restore (by hand, as a user
 # would) rebuilds h2's node from the stores the refusals left, and the job
 # resumes from step 8 with the fault-free digest.
-ft-cluster exec --name "$CL" s1 sh -c \
-  'fallocate -l $(($(df -k --output=avail /dev/shm | tail -1) - 64))k /dev/shm/fill' ||
-  fail "cannot fill s1's /dev/shm"
-launch_held full "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 1 --timeout 10
-chaos full kill-node h2
-finish
+full_spare full 1
 expect_rc full 5 "the spare without room, ft-launch --restarts 1 --spares 1"
 expect_line full '^ftrt\[h[0-9] r[0-9]+ smp\] error: ft_init: the rebuild of the recovery \(FT_REBUILD=replace\): s1: cannot prepare a store for node 1: /dev/shm/ftrt/spare-full/slot[01]: cannot reserve the slot.s [0-9]+ bytes: No space left on device' "the rebuild in the relaunch refused, naming s1's slot"
 expect_line full '^ft-restore: s1: cannot prepare a store for node 1: .*No space left on device.*\(FT_ENOSPC\)$' "ft-restore refused, naming s1"
@@ -114,12 +120,7 @@ export FT_JOB=spare-next
 # channel); ft-launch gives that spare up and puts the next one in its
 # place, rather than stopping with exit 5 while a spare with room is left
 # (before: exit 5, nothing tried).
-ft-cluster exec --name "$CL" s1 sh -c \
-  'fallocate -l $(($(df -k --output=avail /dev/shm | tail -1) - 64))k /dev/shm/fill' ||
-  fail "cannot fill s1's /dev/shm"
-launch_held next "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 2 --timeout 10
-chaos next kill-node h2
-finish
+full_spare next 2
 expect_rc next 0 "s1 without room, s2 with room, ft-launch --restarts 1 --spares 2"
 expect_line next '^ft-launch: spare s1 has no room for the store of the node it replaces \(ft-restore exit 5\): given up; s2 takes its place$' "s1 given up for s2"
 expect_line next '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "h2's node rebuilt onto s2"
