@@ -224,15 +224,23 @@ static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg, int refused,
   return rc == FT_OK ? FT_OK : refused;
 }
 
-/* A store without room (exit 5): under ft-launch, the lowest rank whose
- * store it was, so that a spare without room can be given up for the
- * next (ft-launch's node list is in rank order).  Collective. */
+/* A store without room (exit 5): under ft-launch, the host of the lowest
+ * rank whose store it was, so that a spare without room can be given up
+ * for the next (by name: mpirun's rank order need not be ft-launch's node
+ * order).  Collective. */
 static void say_full(const ft__restore_t *r) {
   int full = r->full ? r->rank : INT_MAX;
-  if (MPI_Allreduce(MPI_IN_PLACE, &full, 1, MPI_INT, MPI_MIN, r->comm) ==
-          MPI_SUCCESS &&
-      r->rank == 0 && full != INT_MAX)
-    ft__times_say("full", "full_rank=%d", full);
+  char host[FT_NAME_MAX];
+  snprintf(host, sizeof(host), "%s", r->host);
+  if (MPI_Allreduce(MPI_IN_PLACE, &full, 1, MPI_INT, MPI_MIN, r->comm) !=
+          MPI_SUCCESS ||
+      full == INT_MAX ||
+      MPI_Bcast(host, (int)sizeof(host), MPI_CHAR, full, r->comm) !=
+          MPI_SUCCESS)
+    return;
+  host[sizeof(host) - 1] = '\0';
+  if (r->rank == 0)
+    ft__times_say("full", "full_host=%s", host);
 }
 
 static int exit_code(int rc) {

@@ -63,15 +63,11 @@ expect_no_line killed 'its SMPs rebuild first' "no rebuild in the relaunch"
 expect_line killed "^ft-launch: recovery 1: training resumed [0-9.]+ s after the failed job's end: .*, ft-restore [0-9.]+ s \\(start-up .*, try 2\\), relaunch [0-9.]+ s, ft_init [0-9.]+ s, until restored [0-9.]+ s$" "the account of ft-restore's second try"
 ok "s1 killed during its ft-restore (--restore-job): rebuilt onto s2, resumed from step 8, digest matches"
 
-# full_spare LOG SPARES: s1's /dev/shm filled (64 KiB left), then h2
-# killed at step 8 under ft-launch --restarts 1 --spares SPARES.
-full_spare() {
+# fill_s1: s1's /dev/shm filled, 64 KiB left
+fill_s1() {
   ft-cluster exec --name "$CL" s1 sh -c \
     'fallocate -l $(($(df -k --output=avail /dev/shm | tail -1) - 64))k /dev/shm/fill' ||
     fail "cannot fill s1's /dev/shm"
-  launch_held "$1" "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares "$2" --timeout 10
-  chaos "$1" kill-node h2
-  finish
 }
 
 begin "h2 lost at step 8; the spare's /dev/shm full: the rebuild refused, nothing lost"
@@ -84,7 +80,10 @@ export FT_JOB=spare-full
 # store); with room made on s1, ft-restore (by hand, as a user
 # would) rebuilds h2's node from the stores the refusals left, and the job
 # resumes from step 8 with the fault-free digest.
-full_spare full 1
+fill_s1
+launch_held full "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 1 --timeout 10
+chaos full kill-node h2
+finish
 expect_rc full 5 "the spare without room, ft-launch --restarts 1 --spares 1"
 expect_line full '^ftrt\[h[0-9] r[0-9]+ smp\] error: ft_init: the rebuild of the recovery \(FT_REBUILD=replace\): s1: cannot prepare a store for node 1: /dev/shm/ftrt/spare-full/slot[01]: cannot reserve the slot.s [0-9]+ bytes: No space left on device' "the rebuild in the relaunch refused, naming s1's slot"
 expect_line full '^ft-restore: s1: cannot prepare a store for node 1: .*No space left on device.*\(FT_ENOSPC\)$' "ft-restore refused, naming s1"
@@ -112,24 +111,6 @@ expect_rc full.resume 0 "the relaunch after ft-restore"
 expect_resumed full.resume 8 8 "the relaunch after ft-restore"
 expect_digest full.resume "the relaunch after ft-restore"
 ok "s1 without room: refused with FT_ENOSPC naming its slot, no SIGBUS; with room, ft-restore rebuilt h2 onto s1, resumed from step 8, digest matches"
-
-begin "h2 lost at step 8; the spare s1's /dev/shm full, s2 with room: s2 takes the node"
-up crecover 4 --spares 2
-export FT_JOB=spare-next
-# ft-restore names the spare without room (its rank, on ft-launch's
-# channel); ft-launch gives that spare up and puts the next one in its
-# place, rather than stopping with exit 5 while a spare with room is left
-# (before: exit 5, nothing tried).
-full_spare next 2
-expect_rc next 0 "s1 without room, s2 with room, ft-launch --restarts 1 --spares 2"
-expect_line next '^ft-launch: spare s1 has no room for the store of the node it replaces \(ft-restore exit 5\): given up; s2 takes its place$' "s1 given up for s2"
-expect_line next '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "h2's node rebuilt onto s2"
-expect_line next "^ft-launch: on cluster $CL: h1 s2 h3 h4;" "the relaunch on s2"
-expect_resumed next 8 8 "s2 in place of s1"
-expect_digest next "s2 in place of s1"
-expect_line next '^ft-launch: \[.*\] done: success after 1 restart\(s\): h2 -> s2$' "the last line names s2"
-ft-cluster exec --name "$CL" s1 rm /dev/shm/fill || fail "cannot free s1's /dev/shm"
-ok "s1 without room: given up, s2 took h2's node, resumed from step 8, digest matches"
 
 begin "the same on the hostfile path: the rebuild's heartbeats and the probing watchdog"
 # ft-launch --hostfile, run on the cluster's head, knows nothing of the
@@ -159,4 +140,27 @@ expect_rc hf 0 "a spare partitioned during the rebuild, ft-launch --hostfile --r
 expect_resumed hf 8 8 "after a partition during the rebuild (hostfile)"
 expect_digest hf "after a partition during the rebuild (hostfile)"
 ok "hostfile path: s1 partitioned during the rebuild: its ranks stopped, the watchdog ended mpirun, ft-restore rebuilt onto s2, resumed from step 8, digest matches"
+
+begin "h2 lost at step 8; the spare s1 without room, s2 with room: s2 takes the node (ft-launch --hostfile on h3)"
+# ft-restore names the host whose store had no room (on ft-launch's
+# channel); ft-launch gives that spare up and puts the next one in its
+# place, rather than stopping with exit 5 while a spare with room is left
+# (before: exit 5, s2 never tried).  Run on h3, a host of the job: mpirun's
+# own host gets rank 0, so ft-restore's ranks are not in the hostfile's
+# order, and the spare is found by name.
+up crecover 4 --spares 2
+export FT_JOB=spare-next
+fill_s1
+FT_HOLD=step=8 LAUNCH_ON=h3 head_launch_bg next --hostfile "$WORK/hostfile" --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
+HOLD_WHEN=step=8
+chaos next kill-node h2
+finish
+expect_rc next 0 "s1 without room, s2 with room, ft-launch --hostfile --restarts 1 --spares 2 on h3"
+expect_line next '^ft-launch: spare s1 has no room for the store of the node it replaces \(ft-restore exit 5\): given up; s2 takes its place$' "s1 given up for s2"
+expect_line next '^ft-launch: \[.*\] running ft-restore --mode replace on 4 node\(s\): h1 s2 h3 h4$' "ft-restore with s2 in h2's place"
+expect_line next '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "h2's node rebuilt onto s2"
+expect_resumed next 8 8 "s2 in place of s1"
+expect_digest next "s2 in place of s1"
+expect_line next '^ft-launch: \[.*\] done: success after 1 restart\(s\): h2 -> s2$' "the last line names s2"
+ok "s1 without room: given up, s2 took h2's node, resumed from step 8, digest matches"
 echo "PASS: a fault during recovery"

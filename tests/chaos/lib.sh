@@ -109,13 +109,14 @@ launch_bg() {
   LPID=$!
   BG_PIDS+=("$LPID")
 }
-# head_launch_bg LOG ARGS...: ft-launch ARGS run on the cluster's head, as
-# on a real cluster (not --cluster: it knows nothing of ft-cluster; the
-# hosts come from a hostfile or Slurm), in the background; LPID.
+# head_launch_bg LOG ARGS...: ft-launch ARGS run on the cluster's head (or
+# on host $LAUNCH_ON), as on a real cluster (not --cluster: it knows
+# nothing of ft-cluster; the hosts come from a hostfile or Slurm), in the
+# background; LPID.
 head_launch_bg() {
   local log=$1; shift
   : >"$WORK/$log"
-  timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
+  timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" "${LAUNCH_ON:-head}" \
     ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
   LPID=$!
   BG_PIDS+=("$LPID")
