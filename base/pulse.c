@@ -65,15 +65,15 @@ static int listen_beats(ft__pulse_t *p) {
              : FT_EMPI;
 }
 
-int ft__pulse_wait_plain(MPI_Request *req, double timeout_s) {
-  double t0 = now(), s = 20e-6;
+int ft__pulse_wait_plain(MPI_Request *req, double timeout_s, double nap_max) {
+  double t0 = now(), s = nap_max < 10e-6 ? nap_max : 10e-6;
   for (int done = 0; !done;) {
     if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       return FT_EMPI;
     if (!done && now() - t0 > timeout_s)
       return FT_ETIMEDOUT; /* left pending: the caller is exiting */
     if (!done)
-      nap(&s, 2e-3);
+      nap(&s, nap_max);
   }
   return FT_OK;
 }
@@ -170,7 +170,7 @@ static int share_addrs(ft__pulse_t *p) {
                      &req) != MPI_SUCCESS)
     rc = FT_EMPI;
   else {
-    int wrc = ft__pulse_wait_plain(&req, p->timeout_s);
+    int wrc = ft__pulse_wait_plain(&req, p->timeout_s, FT_PULSE_NAP_SHORT);
     if (wrc == FT_ETIMEDOUT)
       return FT_ETIMEDOUT; /* all stays owned by the pending collective */
     if (rc == FT_OK)
@@ -235,7 +235,7 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
   MPI_Request req;
   if (MPI_Comm_idup(comm, &p->comm, &req) != MPI_SUCCESS)
     return FT_EMPI;
-  int rc = ft__pulse_wait_plain(&req, timeout_s);
+  int rc = ft__pulse_wait_plain(&req, timeout_s, FT_PULSE_NAP_SHORT);
   if (rc == FT_OK)
     rc = share_addrs(p);
   if (rc == FT_ETIMEDOUT)

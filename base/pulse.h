@@ -80,10 +80,21 @@ int ft__pulse_poll(ft__pulse_t *p);
  * silent_mpi and silent_s. */
 int ft__pulse_silent(ft__pulse_t *p);
 
-/* Complete one request, polling between tests with naps that grow to 2 ms
- * (never spinning in MPI), with a plain deadline and no heartbeats: FT_OK,
- * FT_ETIMEDOUT after timeout_s (the request left pending), FT_EMPI. */
-int ft__pulse_wait_plain(MPI_Request *req, double timeout_s);
+/* Complete one request, polling between tests with naps that grow to
+ * nap_max seconds (never spinning in MPI), with a plain deadline and no
+ * heartbeats: FT_OK, FT_ETIMEDOUT after timeout_s (the request left
+ * pending), FT_EMPI. */
+int ft__pulse_wait_plain(MPI_Request *req, double timeout_s, double nap_max);
+
+/* Naps for waits on collectives that are expected to end soon (start-up,
+ * a recovery's agreements): a non-blocking collective advances only when
+ * tested, one round of its algorithm a test, so each round can cost up to
+ * a nap (an MPI_Comm_idup is several allreduces: 2 ms naps made each
+ * ft__pulse_init about 70 ms on an 8-rank ft-cluster job).  Long waits
+ * where latency matters less (a trainer waiting for its SMP's rebuild)
+ * nap up to FT_PULSE_NAP_LONG, taking less CPU from those that work. */
+#define FT_PULSE_NAP_SHORT 200e-6
+#define FT_PULSE_NAP_LONG 2e-3
 
 /* Complete n requests, polling between tests with naps that grow to
  * nap_max seconds.  A request that completes is a sign of life of its peer

@@ -47,7 +47,7 @@ int ft__rsay(ft__restore_t *r, int rc, const char *fmt, ...) {
 }
 
 int ft__ragree(ft__restore_t *r, int rc) {
-  return ft__agree_msg(r->comm, rc, r->msg, sizeof(r->msg));
+  return ft__agree_msg_napping(r->comm, rc, r->msg, sizeof(r->msg));
 }
 
 int ft__group_k(const ft__restore_t *r, int g) { return r->gsize[g] - r->m; }

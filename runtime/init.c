@@ -195,7 +195,7 @@ static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
 static void bcast_napping(int *v, MPI_Comm comm) {
   MPI_Request req;
   MPI_Ibcast(v, 1, MPI_INT, 0, comm, &req);
-  ft__pulse_wait_plain(&req, HUGE_VAL);
+  ft__pulse_wait_plain(&req, HUGE_VAL, FT_PULSE_NAP_LONG);
 }
 
 static void watch_stop(ft__pulse_t *p) {
@@ -228,7 +228,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   /* Agree on the configuration before any split: a rank that skipped a
    * collective because of a bad variable would leave the others waiting. */
   int local = ft__config_load(&c->cfg, ft__config_env, NULL, msg, sizeof(msg));
-  if ((rc = ft__agree(MPI_COMM_WORLD, local)))
+  if ((rc = ft__agree_napping(MPI_COMM_WORLD, local)))
     return log_once_and_destroy(c, rc, local, msg);
   if ((rc =
            ft__config_same(MPI_COMM_WORLD, &c->cfg, c->host, msg, sizeof(msg))))
@@ -237,7 +237,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   watch_start(c, &watch);
   local = setup(c, msg, sizeof(msg));
   FT_FAULT_POINT(c, "startup");
-  if ((rc = ft__agree(MPI_COMM_WORLD, local))) {
+  if ((rc = ft__agree_napping(MPI_COMM_WORLD, local))) {
     watch_stop(&watch);
     return log_once_and_destroy(c, rc, local, msg);
   }
@@ -255,7 +255,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   bcast_napping(&smp_rc, c->node_comm);
   if (!c->is_smp && smp_rc == FT_OK)
     local = ft__trainer_attach(c);
-  rc = ft__agree(MPI_COMM_WORLD, local);
+  rc = ft__agree_napping(MPI_COMM_WORLD, local);
   watch_stop(&watch);
   if (rc)
     return log_once_and_destroy(c, rc, local, msg);

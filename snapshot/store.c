@@ -338,7 +338,7 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
     /* What it reserved given back, and no empty file left to be taken
      * for a damaged slot. */
     ft__slot_close(s);
-    (void)ft__store_unlink(dir, name, NULL, 0);
+    (void)ft__slot_unlink(dir, idx, NULL, 0);
     return rc;
   }
   int rc = map_file(s, g->seg_bytes, msg, msglen);
@@ -1007,6 +1007,12 @@ int ft__store_unlink(const ft__dir_t *dir, const char *name, char *msg,
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: unlink: %s",
                     path_in(path, sizeof(path), dir, name), strerror(errno));
   return FT_OK;
+}
+
+int ft__slot_unlink(const ft__dir_t *dir, int idx, char *msg, size_t msglen) {
+  char name[16];
+  slot_name(name, sizeof(name), idx);
+  return ft__store_unlink(dir, name, msg, msglen);
 }
 
 static int exists_in(const ft__dir_t *dir, const char *name) {

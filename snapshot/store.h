@@ -488,6 +488,9 @@ int ft__store_rename(const ft__dir_t *dir, const char *from, const char *to,
  * there is no error.  msg may be NULL. */
 int ft__store_unlink(const ft__dir_t *dir, const char *name, char *msg,
                      size_t msglen);
+/* Remove slot idx's file from dir, as ft__store_unlink does.  msg may be
+ * NULL. */
+int ft__slot_unlink(const ft__dir_t *dir, int idx, char *msg, size_t msglen);
 
 /* Read a whole file of at most max bytes into a buffer to free with
  * ft__free (*buf NULL on failure); FT_ENOMEM (with msg) when there is no
