@@ -74,4 +74,31 @@ fallocate -l "$(($(df -k --output=avail "$TMP" | tail -1)))k" "$TMP/fill" 2>/dev
 "$B/ft-hold" --job "$FT_JOB" release >/dev/null || fail "ft-hold release"
 wait "$PID" || { log_of filled | tail; fail "the job failed after its store filled up"; }
 expect_digest filled "$want" "the store filled up after step 2"
-echo "PASS: a store without room fails the job before it trains; one that fills up later fails nothing"
+umount "$TMP" || fail "umount"
+
+# A relaunch whose next slot must be made anew (slot0 removed here) in a
+# store with no room left: ft_restore fails before step 7, with a message
+# naming the slot and no SIGBUS, and changes nothing: once there is room, the next launch
+# resumes from the committed version and ends with the digest of a run
+# without faults.
+FT_JOB=full8 FT_STORE_ROOT=$REF_ROOT train ref8 3 --steps 8 --snapshot-every 2 --state-mb 1 ||
+  { log_of ref8 | tail; fail "the 8-step run without faults failed"; }
+want8=$(digest_of ref8)
+mount -t tmpfs -o size=8m,mode=700 ftrt-full "$TMP" || fail "cannot mount a tmpfs"
+train first 3 $ARGS || { log_of first | tail; fail "the first launch failed"; }
+rm -f "$TMP/full/slot0"
+# 64 KiB left: room for the control segment, none for a slot (2 MiB)
+fallocate -l "$(($(df -k --output=avail "$TMP" | tail -1) - 64))k" "$TMP/fill" 2>/dev/null
+[ "$(df -k --output=avail "$TMP" | tail -1)" -lt 128 ] || fail "the store was not filled up"
+train noroom 3 --steps 8 --snapshot-every 2 --state-mb 1 &&
+  { log_of noroom | tail; fail "the relaunch without room exited 0"; }
+! grep -qi "bus error\|signal 7" "$LOGDIR/noroom" || { log_of noroom | tail; fail "the relaunch without room: a process died of SIGBUS"; }
+no_room noroom "the relaunch without room for slot0"
+grep -q "ftrt\[.*\] error: $TMP/full/slot0: cannot reserve" "$LOGDIR/noroom" ||
+  { log_of noroom | tail; fail "the relaunch without room: the message does not name slot0"; }
+rm -f "$TMP/fill"
+train roomy 3 --steps 8 --snapshot-every 2 --state-mb 1 || { log_of roomy | tail; fail "the relaunch with room failed"; }
+grep -q "^resumed from step 6$" "$LOGDIR/roomy" || { log_of roomy | tail; fail "the relaunch with room did not resume from step 6"; }
+expect_digest roomy "$want8" "the relaunch after one without room for its next slot"
+note "a relaunch without room for its next slot: ft_restore failed with a message naming it, no step trained, no SIGBUS; with room, it resumed from step 6 with the digest of a run without faults"
+echo "PASS: a store without room fails the job before it trains; one that fills up later fails nothing; a relaunch without room for its next slot loses nothing"
