@@ -51,11 +51,11 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Sleep *s, then double it up to max. */
 static void nap(double *s, double max) {
   struct timespec ts = {0, (long)(*s * 1e9)};
   nanosleep(&ts, NULL);
-  if (*s < max)
-    *s *= 2;
+  *s = *s * 2 < max ? *s * 2 : max;
 }
 
 static int listen_beats(ft__pulse_t *p) {

@@ -19,12 +19,14 @@
  * slot is read, instead of being sealed as the rebuilt data.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/pulse.h"
 #include "ec/codec.h"
 #include "ec/crc.h"
 #include "recovery/rebuild.h"
@@ -270,10 +272,9 @@ static int reserve_next(ft__restore_t *r, ft__slot_t *sl,
   int rc = ft__slot_create(next, &r->dir, nidx, r->job, geom, msg, msglen);
   ft__slot_close(next); /* the relaunch's SMP maps it; nothing here does */
   if (rc != FT_OK) {
-    char name[16];
-    snprintf(name, sizeof(name), "slot%d", sl->idx);
+    int idx = sl->idx;
     ft__slot_close(sl);
-    (void)ft__store_unlink(&r->dir, name, NULL, 0);
+    (void)ft__slot_unlink(&r->dir, idx, NULL, 0);
   }
   return rc;
 }
@@ -410,10 +411,9 @@ static int count_cleared(const ft__restore_t *r) {
 
 static int clear_damaged(ft__restore_t *r) {
   for (int i = 0; i < FT_NSLOTS; i++) {
-    char name[16], msg[sizeof(r->dir.path) + 128];
-    snprintf(name, sizeof(name), "slot%d", i);
+    char msg[sizeof(r->dir.path) + 128];
     int rc = to_clear(r, r->rank, i)
-                 ? ft__store_unlink(&r->dir, name, msg, sizeof(msg))
+                 ? ft__slot_unlink(&r->dir, i, msg, sizeof(msg))
                  : FT_OK;
     if (rc)
       return ft__rsay(r, rc, "%s", msg);
@@ -996,7 +996,9 @@ static int write_epoch(ft__restore_t *r, ft__meta_t *spare_meta,
   }
   if (spare)
     rc = ft__meta_write(&r->dir, m, msg, sizeof(msg));
-  MPI_Barrier(r->comm);
+  MPI_Request bar;
+  MPI_Ibarrier(r->comm, &bar);
+  (void)ft__pulse_wait_plain(&bar, HUGE_VAL, FT_PULSE_NAP_SHORT);
   if (!spare && member)
     rc = ft__meta_write(&r->dir, m, msg, sizeof(msg));
   int grc = share_group(r, m, member ? (int)m->group : -1,

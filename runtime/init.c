@@ -159,8 +159,8 @@ static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
 }
 
 /* A process of the job fell silent during ft_init (dead, stopped or
- * partitioned): the others would wait for it forever in the blocking
- * agreements below.  Called by the heartbeat thread; never returns. */
+ * partitioned): the others would wait for it forever in the agreements
+ * below (no deadline).  Called by the heartbeat thread; never returns. */
 static void init_silent(void *arg, const ft__pulse_t *p, int rank) {
   const ft_ctx_t *c = arg;
   FT_LOGE(&c->log,
@@ -171,8 +171,8 @@ static void init_silent(void *arg, const ft__pulse_t *p, int rank) {
 }
 
 /* Every process of the job watches the others while ft_init runs (its
- * agreements block in MPI): a thread of its own exchanges datagram
- * heartbeats (base/pulse.h).  Collective. */
+ * agreements wait on MPI with no deadline): a thread of its own exchanges
+ * datagram heartbeats (base/pulse.h).  Collective. */
 static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
   int rc = ft__pulse_init(p, MPI_COMM_WORLD, c->cfg.timeout_s);
   if (rc == FT_ETIMEDOUT) {

@@ -30,7 +30,7 @@
 
 int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
   ft__restore_t *r = ft__malloc(sizeof(*r));
-  int rc = ft__agree(a->comm, r ? FT_OK : FT_ENOMEM);
+  int rc = ft__agree_napping(a->comm, r ? FT_OK : FT_ENOMEM);
   if (rc) {
     ft__free(r);
     return ft__msgf(rc, msg, msglen, "out of memory for the rebuild");

@@ -128,7 +128,12 @@ static int silent_peer(smp_t *s, const char *what) {
  * which makes the SMP exit non-zero so that mpirun ends the job and
  * recovery starts. */
 static int wait_req(smp_t *s, MPI_Request *req, const char *what) {
-  int rc = ft__pulse_wait(&s->pulse, 1, req, NULL, FT_PULSE_NAP_SHORT);
+  /* Start-up and a recovery's agreements are on the path to training;
+   * once the job trains, a wait for the slowest node's commit naps longer
+   * (its CPUs are the trainers'). */
+  int rc =
+      ft__pulse_wait(&s->pulse, 1, req, NULL,
+                     s->layout_done ? FT_PULSE_NAP_LONG : FT_PULSE_NAP_SHORT);
   return rc == FT_ETIMEDOUT ? silent_peer(s, what) : rc;
 }
 
