@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -260,23 +261,51 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
  * after the restored one too (runtime/smp.c, prepare): it is made here,
  * in the same geometry, so that a spare with room for the one slot but
  * not the other is refused now (FT_ENOSPC, ft-restore's exit 5), not by
- * every relaunch's layout after a rebuild that reported success.  On
- * refusal the restored slot goes too (nothing was written in it yet): no
- * slot of the node is left on the spare. */
-static int reserve_next(ft__restore_t *r, ft__slot_t *sl,
-                        const ft__slot_geom_t *geom, char *msg, size_t msglen) {
-  int nidx = (sl->idx + 1) % FT_NSLOTS;
-  ft__slot_t *next = &r->slot[nidx];
-  if (next->map)
-    ft__slot_close(next);
-  int rc = ft__slot_create(next, &r->dir, nidx, r->job, geom, msg, msglen);
+ * every relaunch's layout after a rebuild that reported success.  It is
+ * made on a thread of its own once the restored slot is reserved (so a
+ * lack of room always names the second one), while that slot is faulted
+ * in: every other rank waits for this one meanwhile, and its other CPU
+ * would be idle.  On refusal the restored slot goes too (nothing was
+ * written in it yet): no slot of the node is left on the spare. */
+typedef struct next_slot {
+  ft__restore_t *r;
+  const ft__slot_geom_t *geom;
+  int idx, rc;
+  pthread_t thread;
+  int threaded;
+  char msg[512];
+} next_slot_t;
+
+static void *make_next(void *arg) {
+  next_slot_t *n = arg;
+  ft__slot_t *next = &n->r->slot[n->idx];
+  n->rc = ft__slot_create(next, &n->r->dir, n->idx, n->r->job, n->geom, n->msg,
+                          sizeof(n->msg));
   ft__slot_close(next); /* the relaunch's SMP maps it; nothing here does */
-  if (rc != FT_OK) {
-    int idx = sl->idx;
-    ft__slot_close(sl);
-    (void)ft__slot_unlink(&r->dir, idx, NULL, 0);
-  }
-  return rc;
+  return NULL;
+}
+
+static void reserve_next(ft__restore_t *r, const ft__slot_t *sl,
+                         const ft__slot_geom_t *geom, next_slot_t *n) {
+  *n = (next_slot_t){.r = r, .geom = geom, .idx = (sl->idx + 1) % FT_NSLOTS};
+  if (r->slot[n->idx].map)
+    ft__slot_close(&r->slot[n->idx]);
+  n->threaded = pthread_create(&n->thread, NULL, make_next, n) == 0;
+  if (!n->threaded)
+    make_next(n);
+}
+
+static int reserved_next(next_slot_t *n, ft__slot_t *sl, char *msg,
+                         size_t msglen) {
+  if (n->threaded)
+    pthread_join(n->thread, NULL);
+  if (n->rc == FT_OK)
+    return FT_OK;
+  int idx = sl->idx;
+  ft__slot_close(sl);
+  (void)ft__slot_unlink(&n->r->dir, idx, NULL, 0);
+  snprintf(msg, msglen, "%s", n->msg);
+  return n->rc;
 }
 
 /* The slot that receives a lost node's chunks, shaped as the lost node's
@@ -317,11 +346,16 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
     ft__slot_close(sl); /* the survey's mapping of an old slot */
   if (rc == FT_OK)
     rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
-  if (rc == FT_OK && !adopt)
-    rc = reserve_next(r, sl, &geom, msg, sizeof(msg));
   ft__dir_close(&sub); /* the slot keeps a descriptor of its own */
-  if (rc == FT_OK) {
+  next_slot_t next;
+  int both = rc == FT_OK && !adopt; /* an adopted copy has one slot */
+  if (both)
+    reserve_next(r, sl, &geom, &next);
+  if (rc == FT_OK)
     ft__slot_prefault(sl); /* before the chains write into it */
+  if (both)
+    rc = reserved_next(&next, sl, msg, sizeof(msg));
+  if (rc == FT_OK) {
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
     ft__slot_begin(sl, r->version, r->step, r->vepoch,
