@@ -347,7 +347,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   if (rc == FT_OK)
     rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
   ft__dir_close(&sub); /* the slot keeps a descriptor of its own */
-  next_slot_t next;
+  next_slot_t next = {0};
   int both = rc == FT_OK && !adopt; /* an adopted copy has one slot */
   if (both)
     reserve_next(r, sl, &geom, &next);
