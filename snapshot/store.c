@@ -338,7 +338,7 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
     /* What it reserved given back, and no empty file left to be taken
      * for a damaged slot. */
     ft__slot_close(s);
-    (void)ft__slot_unlink(dir, idx, NULL, 0);
+    (void)ft__store_unlink(dir, name, NULL, 0);
     return rc;
   }
   int rc = map_file(s, g->seg_bytes, msg, msglen);

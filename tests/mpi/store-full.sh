@@ -78,9 +78,9 @@ umount "$TMP" || fail "umount"
 
 # A relaunch whose next slot must be made anew (slot0 removed here) in a
 # store with no room left: ft_restore fails before step 7, with a message
-# naming the slot and no SIGBUS, and changes nothing: once there is room, the next launch
-# resumes from the committed version and ends with the digest of a run
-# without faults.
+# naming the slot and no SIGBUS, and changes nothing: once there is room,
+# the next launch resumes from the committed version and ends with the
+# digest of a run without faults.
 FT_JOB=full8 FT_STORE_ROOT=$REF_ROOT train ref8 3 --steps 8 --snapshot-every 2 --state-mb 1 ||
   { log_of ref8 | tail; fail "the 8-step run without faults failed"; }
 want8=$(digest_of ref8)
