@@ -302,6 +302,15 @@ int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
   return ft__slot_create_paced(s, dir, idx, job, g, NULL, NULL, msg, msglen);
 }
 
+/* A slot that could not be made: closed, and its file removed, so that
+ * what it reserved is given back and no empty or headerless file is left
+ * to be taken for a damaged copy of the slot (the caller was replacing
+ * whatever the file held). */
+static void unmade(ft__slot_t *s, const ft__dir_t *dir, const char *name) {
+  ft__slot_close(s);
+  (void)ft__store_unlink(dir, name, NULL, 0);
+}
+
 int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
                           const char *job, const ft__slot_geom_t *g,
                           void (*between)(void *), void *arg, char *msg,
@@ -321,7 +330,7 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
     int rc =
         ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
                  s->path, (unsigned long long)g->seg_bytes, strerror(errno));
-    ft__slot_close(s);
+    unmade(s, dir, name);
     return rc;
   }
   /* Every byte backed before anything maps it: on a full tmpfs or disk, a
@@ -335,15 +344,12 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
                       "room there, or set FT_STORE_ROOT to a file system "
                       "with room",
                       s->path, (unsigned long long)g->seg_bytes, strerror(err));
-    /* What it reserved given back, and no empty file left to be taken
-     * for a damaged slot. */
-    ft__slot_close(s);
-    (void)ft__store_unlink(dir, name, NULL, 0);
+    unmade(s, dir, name);
     return rc;
   }
   int rc = map_file(s, g->seg_bytes, msg, msglen);
   if (rc) {
-    ft__slot_close(s);
+    unmade(s, dir, name);
     return rc;
   }
   s->unreserved = reserved > 0;

@@ -413,6 +413,40 @@ START_TEST(create_reserves) {
 }
 END_TEST
 
+/* A slot that cannot be sized (here: beyond the process's file size limit)
+ * leaves no file behind, empty or not: one could be taken for a damaged
+ * copy of the slot. */
+START_TEST(create_unsized_leaves_nothing) {
+  char dir[] = "/tmp/ftrt-unsized-XXXXXX", msg[512] = "", path[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ft__dir_t d;
+  ck_assert_msg(ft__dir_open(&d, dir, msg, sizeof(msg)) == FT_OK, "%s", msg);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uint64_t big[1] = {64 * page};
+  ft__slot_geom_t g;
+  ck_assert_int_eq(ft__slot_geom_local(&g, 1, big), FT_OK);
+  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  struct rlimit old, lim;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+  lim = old;
+  lim.rlim_cur = (rlim_t)(g.seg_bytes / 2);
+  void (*was)(int) = signal(SIGXFSZ, SIG_IGN); /* EFBIG, not a signal */
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  ft__slot_t s;
+  int rc = ft__slot_create(&s, &d, 0, JOB, &g, msg, sizeof(msg));
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, was);
+  ck_assert_int_ne(rc, FT_OK);
+  ck_assert_msg(strstr(msg, "slot0: resize to") != NULL, "%s", msg);
+  snprintf(path, sizeof(path), "%s/slot0", dir);
+  struct stat st;
+  ck_assert_msg(stat(path, &st) != 0 && errno == ENOENT,
+                "%s left behind (%lld bytes)", path, (long long)st.st_size);
+  ft__dir_close(&d);
+  rm_tree(dir);
+}
+END_TEST
+
 /* Re-creating a slot with another geometry leaves no byte of the old one. */
 START_TEST(recreate_other_geometry) {
   ft__slot_geom_t g1, g2;
@@ -2464,6 +2498,7 @@ int main(void) {
   tcase_add_test(tc, geom_refusals);
   tcase_add_test(tc, prefault_ranges);
   tcase_add_test(tc, create_reserves);
+  tcase_add_test(tc, create_unsized_leaves_nothing);
   tcase_add_test(tc, state_names);
   tcase_add_test(tc, state_machine);
   tcase_add_test(tc, recreate_other_geometry);
