@@ -49,6 +49,20 @@ m2=$("$X" exec h2 awk '$5 == "/dev/shm" { d = $3 } END { print d }' /proc/self/m
 [ -n "$m1" ] && [ "$m1" != "$m2" ] || fail "h1 and h2 share the tmpfs $m1"
 ok "/dev/shm is a private tmpfs per host"
 
+# Its pages: 2 MiB (huge=within_size) where the kernel has huge pages for
+# tmpfs, as "up" says; a bad --shm-huge is a usage error.
+opts=$("$X" exec h1 awk '$5 == "/dev/shm" { o = $NF } END { print o }' /proc/self/mountinfo)
+shmem=/sys/kernel/mm/transparent_hugepage/shmem_enabled
+if [ -r $shmem ] && ! grep -q '\[deny\]' $shmem; then
+  grep -q 'huge=within_size' <<<"$opts" || fail "h1's /dev/shm has no huge=within_size: $opts"
+  ok "/dev/shm on 2 MiB pages (huge=within_size)"
+else
+  ! grep -q 'huge=' <<<"$opts" || fail "h1's /dev/shm: $opts, on a kernel without huge tmpfs pages"
+fi
+"$X" up 1 --name "x$$" --shm-huge sometimes >/dev/null 2>"$WORK/huge.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "shm-huge 'sometimes': expected within_size, always, advise or never" "$WORK/huge.err" ||
+  fail "up --shm-huge sometimes: exit $rc, $(cat "$WORK/huge.err")"
+
 for h in h1 h4; do
   links=$("$X" exec "$h" ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | tr '\n' ' ')
   [ "$links" = "lo eth0 " ] || fail "$h has links: $links"
@@ -113,6 +127,14 @@ ok "refuses a second up, unknown hosts, bad counts"
 assert_gone "$CL"
 CL=
 ok "down leaves nothing"
+
+# --shm-huge never: 4 KiB pages, as a host's own /dev/shm has by default
+cluster_up pages 1 --shm-huge never
+opts=$("$X" exec h1 awk '$5 == "/dev/shm" { o = $NF } END { print o }' /proc/self/mountinfo)
+! grep -q 'huge=' <<<"$opts" || fail "h1's /dev/shm with --shm-huge never: $opts"
+"$X" down --name "$CL" >/dev/null || fail "down"
+CL=
+ok "--shm-huge never: /dev/shm without huge pages"
 
 # --cpus-per-host: each host's processes on CPUs of their own, in order
 mapfile -t mine < <(taskset -c -p $$ | sed 's/.*: //' | tr ',' '\n' |
