@@ -326,11 +326,15 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     strerror(errno));
   /* Shrink to zero first so no byte of an older, differently shaped slot
    * survives in the new geometry. */
-  if (ftruncate(s->fd, 0) != 0 || ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
+  int emptied = ftruncate(s->fd, 0) == 0;
+  if (!emptied || ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
     int rc =
         ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
                  s->path, (unsigned long long)g->seg_bytes, strerror(errno));
-    unmade(s, dir, name);
+    if (emptied)
+      unmade(s, dir, name);
+    else /* nothing of it changed: left as it was */
+      ft__slot_close(s);
     return rc;
   }
   /* Every byte backed before anything maps it: on a full tmpfs or disk, a

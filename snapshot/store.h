@@ -207,7 +207,9 @@ int ft__store_reserve(int fd, uint64_t bytes, void (*between)(void *),
  * bytes are reserved in the file system first (fallocate; skipped where the
  * file system cannot), so no later write into the mapping meets a full
  * store as a SIGBUS: a store without room fails here, FT_ENOSPC with a
- * message naming the slot, and the file is removed.  msg may be NULL. */
+ * message naming the slot.  On any failure once the file was emptied
+ * (sizing, reserving, mapping) the file is removed; one that could not be
+ * emptied is left as it was.  msg may be NULL. */
 int ft__slot_create(ft__slot_t *s, const ft__dir_t *dir, int idx,
                     const char *job, const ft__slot_geom_t *g, char *msg,
                     size_t msglen);

@@ -41,6 +41,15 @@ too_small() {
   ! grep -qi "bus error\|signal 7" "$LOGDIR/$1" || { log_of "$1" | tail; fail "$3: a process died of SIGBUS"; }
 }
 
+# pmd_kb PATH: KiB of files whose name starts with PATH mapped with 2 MiB
+# page table entries, over every process
+pmd_kb() {
+  cat /proc/[0-9]*/smaps 2>/dev/null | awk -v p="$1" '
+    /^[0-9a-f]+-[0-9a-f]+ / { on = index($0, p) > 0; next }
+    on && /^(ShmemPmdMapped|FilePmdMapped):/ { kb += $2 }
+    END { print kb + 0 }'
+}
+
 # cases SUFFIX OPTS: every case on a tmpfs mounted with OPTS more (",huge=..."),
 # its runs' logs named with SUFFIX
 cases() {
@@ -73,11 +82,18 @@ cases() {
   mount -t tmpfs -o "size=8m,mode=700$OPTS" ftrt-full "$TMP" || fail "cannot mount a tmpfs"
   FT_HOLD=step=2 train_bg filled$SFX 3 $ARGS
   held filled$SFX
+  if [ -n "$OPTS" ]; then
+    # Whether the kernel gave the slots 2 MiB pages (it may not, where no
+    # 2 MiB of free memory is to be had): said, not failed on.
+    kb=$(pmd_kb "$TMP/full/slot")
+    if [ "${kb:-0}" -gt 0 ]; then note "${WHERE}the slots are mapped with 2 MiB pages ($kb KiB)"
+    else note "${WHERE}no 2 MiB page was had: this pass ran on 4 KiB pages"; fi
+  fi
   fallocate -l "$(($(df -k --output=avail "$TMP" | tail -1)))k" "$TMP/fill" 2>/dev/null
   [ "$(df -k --output=avail "$TMP" | tail -1)" -lt 8 ] || fail "the store was not filled up"
   "$B/ft-hold" --job "$FT_JOB" release >/dev/null || fail "ft-hold release"
   wait "$PID" || { log_of filled$SFX | tail; fail "the job failed after its store filled up"; }
-  expect_digest filled$SFX "$want" "the store filled up after step 2"
+  expect_digest filled$SFX "$want" "${WHERE}the store filled up after step 2"
   umount "$TMP" || fail "umount"
 
   # A relaunch whose next slot must be made anew (slot0 removed here) in a
@@ -100,7 +116,7 @@ cases() {
   rm -f "$TMP/fill"
   train roomy$SFX 3 --steps 8 --snapshot-every 2 --state-mb 1 || { log_of roomy$SFX | tail; fail "the relaunch with room failed"; }
   grep -q "^resumed from step 6$" "$LOGDIR/roomy$SFX" || { log_of roomy$SFX | tail; fail "the relaunch with room did not resume from step 6"; }
-  expect_digest roomy$SFX "$want8" "the relaunch after one without room for its next slot"
+  expect_digest roomy$SFX "$want8" "${WHERE}the relaunch after one without room for its next slot"
   note "${WHERE}a relaunch without room for its next slot: ft_restore failed with a message naming it, no step trained, no SIGBUS; with room, it resumed from step 6 with the digest of a run without faults"
   umount "$TMP" || fail "umount"
 }

@@ -345,17 +345,24 @@ START_TEST(prefault_ranges) {
   ck_assert(s.prefault_ok); /* tmpfs */
   const ft__slot_hdr_t *h = s.hdr;
   uint64_t r1 = h->rank_off[1], n1 = h->rank_bytes[1];
-  ck_assert_uint_eq(pages_present(&s, r1, n1), 0);
+  /* A tmpfs of large folios (huge=, or shmem_enabled=force: /dev/shm
+   * remounted as the README suggests for a store) brings in the header's
+   * neighbours with it, and a range's neighbours with the range: whether
+   * anything else came in is then the kernel's affair, not ftrt's. */
+  int small_folios =
+      pages_present(&s, h->rank_off[0], s.map_bytes - h->rank_off[0]) == 0;
   ft__slot_prefault_range(&s, r1, n1);
   /* every whole page of rank 1's region; its last, shared page is left */
   ck_assert_uint_ge(pages_present(&s, r1, n1), n1 / page);
-  ck_assert_uint_eq(pages_present(&s, h->rank_off[0], h->rank_bytes[0]), 0);
-  ck_assert_uint_eq(pages_present(&s, h->rank_off[2], h->rank_bytes[2]), 0);
-  ck_assert_uint_eq(pages_present(&s, h->parity_off, h->parity_bytes), 0);
-  /* out of range: nothing */
-  ft__slot_prefault_range(&s, s.map_bytes, page);
-  ft__slot_prefault_range(&s, page, s.map_bytes);
-  ck_assert_uint_eq(pages_present(&s, h->parity_off, h->parity_bytes), 0);
+  if (small_folios) {
+    ck_assert_uint_eq(pages_present(&s, h->rank_off[0], h->rank_bytes[0]), 0);
+    ck_assert_uint_eq(pages_present(&s, h->rank_off[2], h->rank_bytes[2]), 0);
+    ck_assert_uint_eq(pages_present(&s, h->parity_off, h->parity_bytes), 0);
+    /* out of range: nothing */
+    ft__slot_prefault_range(&s, s.map_bytes, page);
+    ft__slot_prefault_range(&s, page, s.map_bytes);
+    ck_assert_uint_eq(pages_present(&s, h->parity_off, h->parity_bytes), 0);
+  }
   ft__slot_prefault(&s);
   ck_assert_uint_eq(pages_present(&s, 0, s.map_bytes),
                     (s.map_bytes + page - 1) / page);
@@ -429,7 +436,8 @@ START_TEST(create_unsized_leaves_nothing) {
   struct rlimit old, lim;
   ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
   lim = old;
-  lim.rlim_cur = (rlim_t)(g.seg_bytes / 2);
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > (rlim_t)(g.seg_bytes / 2))
+    lim.rlim_cur = (rlim_t)(g.seg_bytes / 2);
   void (*was)(int) = signal(SIGXFSZ, SIG_IGN); /* EFBIG, not a signal */
   ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
   ft__slot_t s;
@@ -440,8 +448,8 @@ START_TEST(create_unsized_leaves_nothing) {
   ck_assert_msg(strstr(msg, "slot0: resize to") != NULL, "%s", msg);
   snprintf(path, sizeof(path), "%s/slot0", dir);
   struct stat st;
-  ck_assert_msg(stat(path, &st) != 0 && errno == ENOENT,
-                "%s left behind (%lld bytes)", path, (long long)st.st_size);
+  int gone = stat(path, &st) != 0 && errno == ENOENT;
+  ck_assert_msg(gone, "%s left behind", path);
   ft__dir_close(&d);
   rm_tree(dir);
 }
