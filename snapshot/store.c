@@ -320,21 +320,35 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
   s->idx = idx;
   slot_name(name, sizeof(name), idx);
   path_in(s->path, sizeof(s->path), dir, name);
-  s->fd = ft__store_openat(dir, name, O_RDWR | O_CREAT, 0600);
+  /* Made here, or there before (whose bytes a failure before the file is
+   * emptied must leave as they were). */
+  int made = 0;
+  s->fd = ft__store_openat(dir, name, O_RDWR, 0);
+  if (s->fd < 0 && errno == ENOENT) {
+    s->fd = ft__store_openat(dir, name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    made = s->fd >= 0;
+    if (s->fd < 0 && errno == EEXIST) /* made meanwhile: there before */
+      s->fd = ft__store_openat(dir, name, O_RDWR, 0);
+  }
   if (s->fd < 0)
     return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: open: %s", s->path,
                     strerror(errno));
   /* Shrink to zero first so no byte of an older, differently shaped slot
    * survives in the new geometry. */
-  int emptied = ftruncate(s->fd, 0) == 0;
-  if (!emptied || ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
-    int rc =
-        ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
-                 s->path, (unsigned long long)g->seg_bytes, strerror(errno));
-    if (emptied)
+  if (ftruncate(s->fd, 0) != 0) {
+    int rc = ft__msgf(ft__from_errno(errno), msg, msglen,
+                      "%s: cannot empty it: %s", s->path, strerror(errno));
+    if (made)
       unmade(s, dir, name);
     else /* nothing of it changed: left as it was */
       ft__slot_close(s);
+    return rc;
+  }
+  if (ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
+    int rc =
+        ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
+                 s->path, (unsigned long long)g->seg_bytes, strerror(errno));
+    unmade(s, dir, name);
     return rc;
   }
   /* Every byte backed before anything maps it: on a full tmpfs or disk, a
