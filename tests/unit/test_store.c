@@ -486,8 +486,9 @@ END_TEST
 
 /* Landlock's truncate right (ABI 3, Linux 6.2) denied to this process:
  * ftruncate fails with EACCES, every other access as before.  0 when the
- * kernel cannot, or when Check runs the test in its own process (a
- * restriction lasts as long as the process). */
+ * kernel cannot, or when Check does not fork a process for the test (a
+ * restriction lasts as long as the process: every later test would have
+ * it). */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
 #endif
