@@ -6,8 +6,10 @@
 # its store (ft_restore, before any training), so a store without room
 # fails there with FT_ENOSPC and a message naming the file, and a store
 # that fills up once the job runs cannot fail a snapshot: the job ends with
-# the digest of a run without faults.  Needs root for a private tmpfs in a
-# mount namespace of its own (skips otherwise).
+# the digest of a run without faults.  Every case runs on 4 KiB pages and
+# again on a tmpfs of 2 MiB pages (huge=within_size) where the kernel has
+# them.  Needs root for a private tmpfs in a mount namespace of its own
+# (skips otherwise).
 if [ -z "${STORE_FULL_INNER:-}" ]; then
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for a tmpfs of its own"; exit 77; }
   unshare --mount --propagation private true 2>/dev/null ||
