@@ -309,6 +309,23 @@ static size_t pages_present(const ft__slot_t *s, uint64_t off, uint64_t len) {
 
 static void count_call(void *arg) { ++*(int *)arg; }
 
+/* The file at path is gone. */
+static void ck_gone(const char *path) {
+  struct stat st;
+  int gone = stat(path, &st) != 0 && errno == ENOENT;
+  ck_assert_msg(gone, "%s left behind", path);
+}
+
+/* The file at path begins with the line want (no newline in it). */
+static void ck_first_line(const char *path, const char *want) {
+  char got[64] = "";
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_ptr_nonnull(fgets(got, sizeof(got), f));
+  fclose(f);
+  ck_assert_str_eq(got, want);
+}
+
 /* Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14). */
 static int kernel_populates(void) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -476,9 +493,7 @@ START_TEST(create_unsized_leaves_nothing) {
   ck_assert_int_ne(rc, FT_OK);
   ck_assert_msg(strstr(msg, "slot0: resize to") != NULL, "%s", msg);
   snprintf(path, sizeof(path), "%s/slot0", dir);
-  struct stat st;
-  int gone = stat(path, &st) != 0 && errno == ENOENT;
-  ck_assert_msg(gone, "%s left behind", path);
+  ck_gone(path);
   ft__dir_close(&d);
   rm_tree(dir);
 }
@@ -540,18 +555,11 @@ START_TEST(create_unemptied_keeps_old) {
   ck_assert_msg(strstr(msg, "slot0: cannot empty it") != NULL, "%s", msg);
   char p0[512];
   snprintf(p0, sizeof(p0), "%s/slot0", dir);
-  struct stat st;
-  int gone = stat(p0, &st) != 0 && errno == ENOENT;
-  ck_assert_msg(gone, "%s left behind", p0);
+  ck_gone(p0);
   ck_assert_int_ne(ft__slot_create(&s, &d, 1, JOB, &g, msg, sizeof(msg)),
                    FT_OK);
   ck_assert_msg(strstr(msg, "slot1: cannot empty it") != NULL, "%s", msg);
-  char got[32] = "";
-  f = fopen(path, "r");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_ptr_nonnull(fgets(got, sizeof(got), f));
-  fclose(f);
-  ck_assert_str_eq(got, "an older slot");
+  ck_first_line(path, "an older slot");
   ft__dir_close(&d);
   rm_tree(dir);
 }
@@ -2356,12 +2364,7 @@ START_TEST(store_no_follow) {
   ck_assert_int_ne(ft__slot_create(&s, &sdir, 0, JOB, &g, msg, sizeof(msg)),
                    FT_OK);
   ck_assert_int_ne(ft__slot_open(&s, &sdir, 0, JOB, msg, sizeof(msg)), FT_OK);
-  char got[32] = "";
-  f = fopen(target, "r");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_ptr_nonnull(fgets(got, sizeof(got), f));
-  fclose(f);
-  ck_assert_str_eq(got, "precious");
+  ck_first_line(target, "precious");
 }
 END_TEST
 
