@@ -79,9 +79,9 @@ static void report_times(const ft__restore_t *r) {
   if (r->rebuilt_ms)
     ft__times_say("restore",
                   "mpi_ms=%" PRId64 " survey_ms=%" PRId64 " rebuilt_ms=%" PRId64
-                  " bytes=%llu",
+                  " bytes=%llu prepared=%d",
                   r->mpi_ms, r->surveyed_ms, r->rebuilt_ms,
-                  (unsigned long long)r->bytes_rebuilt);
+                  (unsigned long long)r->bytes_rebuilt, r->prepared);
 }
 
 static void report_json(const ft__restore_t *r, int status) {
@@ -105,10 +105,10 @@ static void report_json(const ft__restore_t *r, int status) {
          (unsigned long long)r->disk_version,
          (unsigned long long)r->disk_step);
   printf(",\"corrupt_chunks\":%d,\"damaged_copies\":%d,\"cleared_slots\":%d,"
-         "\"bytes_rebuilt\":%llu,\"seconds\":%.6f,"
+         "\"bytes_rebuilt\":%llu,\"prepared_slots\":%d,\"seconds\":%.6f,"
          "\"gbps\":%.3f,\"dry_run\":%s,\"message\":\"",
          r->ncorrupt, r->ndamaged, r->ncleared,
-         (unsigned long long)r->bytes_rebuilt, r->seconds,
+         (unsigned long long)r->bytes_rebuilt, r->prepared, r->seconds,
          r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
          r->opts.dry_run ? "true" : "false");
   for (const char *p = r->msg; *p; p++)
@@ -143,14 +143,18 @@ void ft__restore_report(const ft__restore_t *r, int status) {
     char damaged[48] = "";
     if (r->ndamaged)
       snprintf(damaged, sizeof(damaged), "%d damaged copy(ies), ", r->ndamaged);
+    char prepared[48] = "";
+    if (r->prepared)
+      snprintf(prepared, sizeof(prepared), ", %d slot(s) prepared on a spare",
+               r->prepared);
     printf("ft-restore: restored version %llu (step %llu): %d lost node(s), "
            "%d corrupt chunk(s), %s%.1f MiB rebuilt in %.3f s (%.2f GB/s), "
-           "layout epoch %llu\n",
+           "layout epoch %llu%s\n",
            (unsigned long long)r->version, (unsigned long long)r->step,
            r->nlost, r->ncorrupt, damaged, (double)r->bytes_rebuilt / 1048576.0,
            r->seconds,
            r->seconds > 0 ? (double)r->bytes_rebuilt / r->seconds / 1e9 : 0.0,
-           (unsigned long long)r->next_epoch);
+           (unsigned long long)r->next_epoch, prepared);
   }
   fflush(stdout);
 }

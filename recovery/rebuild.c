@@ -270,7 +270,8 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
 typedef struct next_slot {
   ft__restore_t *r;
   const ft__slot_geom_t *geom;
-  int idx, rc;
+  const ft__dir_t *spare; /* its prepared files (ft__spare_dir), or NULL */
+  int idx, rc, taken;
   pthread_t thread;
   int threaded;
   char msg[512];
@@ -279,15 +280,17 @@ typedef struct next_slot {
 static void *make_next(void *arg) {
   next_slot_t *n = arg;
   ft__slot_t *next = &n->r->slot[n->idx];
-  n->rc = ft__slot_create(next, &n->r->dir, n->idx, n->r->job, n->geom, n->msg,
-                          sizeof(n->msg));
+  n->rc = ft__slot_create_from(next, &n->r->dir, n->idx, n->r->job, n->geom,
+                               n->spare, &n->taken, n->msg, sizeof(n->msg));
   ft__slot_close(next); /* the relaunch's SMP maps it; nothing here does */
   return NULL;
 }
 
 static void reserve_next(ft__restore_t *r, const ft__slot_t *sl,
-                         const ft__slot_geom_t *geom, next_slot_t *n) {
-  *n = (next_slot_t){.r = r, .geom = geom, .idx = (sl->idx + 1) % FT_NSLOTS};
+                         const ft__slot_geom_t *geom, const ft__dir_t *spare,
+                         next_slot_t *n) {
+  *n = (next_slot_t){
+      .r = r, .geom = geom, .spare = spare, .idx = (sl->idx + 1) % FT_NSLOTS};
   if (r->slot[n->idx].map)
     ft__slot_close(&r->slot[n->idx]);
   n->threaded = pthread_create(&n->thread, NULL, make_next, n) == 0;
@@ -299,6 +302,7 @@ static int reserved_next(next_slot_t *n, ft__slot_t *sl, char *msg,
                          size_t msglen) {
   if (n->threaded)
     pthread_join(n->thread, NULL);
+  n->r->prepared += n->taken;
   if (n->rc == FT_OK)
     return FT_OK;
   int idx = sl->idx;
@@ -306,6 +310,18 @@ static int reserved_next(next_slot_t *n, ft__slot_t *sl, char *msg,
   (void)ft__slot_unlink(&n->r->dir, idx, NULL, 0);
   snprintf(msg, msglen, "%s", n->msg);
   return n->rc;
+}
+
+/* The slot files ft-spare made on this host while the job ran (its pages
+ * allocated and zeroed then, not while the job waits for the rebuild):
+ * opened into spare for a spare taking a lost node's place, checked as a
+ * store is (ft__store_open_dir); closed (fd -1) where there are none or
+ * they are refused, and the slots are made as without. */
+static void open_spare(const ft__restore_t *r, int adopt, ft__dir_t *spare) {
+  char path[sizeof(spare->path)];
+  ft__dir_init(spare, "");
+  if (!adopt && ft__spare_dir(r->dir.path, path, sizeof(path)) == FT_OK)
+    (void)ft__store_open_dir(r->store_root, path, 0, spare, NULL, 0);
 }
 
 /* The slot that receives a lost node's chunks, shaped as the lost node's
@@ -341,20 +357,25 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   if (rc == FT_OK && !adopt)
     rc = ft__store_write_file(dir, FT_GROUP_META, table, tlen, msg,
                               sizeof(msg));
-  int idx = (int)(r->version % FT_NSLOTS);
+  int idx = (int)(r->version % FT_NSLOTS), taken = 0;
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */
+  ft__dir_t spare;
+  open_spare(r, adopt, &spare);
   if (rc == FT_OK)
-    rc = ft__slot_create(sl, dir, idx, r->job, &geom, msg, sizeof(msg));
+    rc = ft__slot_create_from(sl, dir, idx, r->job, &geom, &spare, &taken, msg,
+                              sizeof(msg));
+  r->prepared += taken;
   ft__dir_close(&sub); /* the slot keeps a descriptor of its own */
   next_slot_t next = {0};
   int both = rc == FT_OK && !adopt; /* an adopted copy has one slot */
   if (both)
-    reserve_next(r, sl, &geom, &next);
+    reserve_next(r, sl, &geom, &spare, &next);
   if (rc == FT_OK)
     ft__slot_prefault(sl); /* before the chains write into it */
   if (both)
     rc = reserved_next(&next, sl, msg, sizeof(msg));
+  ft__dir_close(&spare);
   if (rc == FT_OK) {
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
@@ -1190,6 +1211,10 @@ int ft__rebuild(ft__restore_t *r) {
   if (rc == FT_OK)
     rc = ft__ragree(r, adopting(r) ? write_reslice(r, spare_meta, helper_of)
                                    : write_epoch(r, spare_meta, helper_of));
+  /* Every rank has just agreed: the count for the report, from the spares. */
+  int prepared = r->prepared;
+  if (rc == FT_OK)
+    MPI_Allreduce(&prepared, &r->prepared, 1, MPI_INT, MPI_SUM, r->comm);
   r->seconds = MPI_Wtime() - t0;
 out:
   ft__free(helper_of);

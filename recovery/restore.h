@@ -136,6 +136,8 @@ typedef struct ft__restore {
   uint64_t disk_version, disk_step;
   int nlost, ncorrupt;
   uint64_t bytes_rebuilt;
+  int prepared; /* slots made from a prepared spare's files (ft-spare):
+                 * this rank's, after the rebuild every rank's */
   double seconds;
   /* for ft-launch's account of a recovery (base/times.h): MPI up, survey
    * done, rebuild done (wall-clock ms) */

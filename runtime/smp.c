@@ -15,12 +15,13 @@
  * for V+1.  Collectives are non-blocking and waited for with short sleeps, so
  * an SMP never spins a core that the trainers need.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -32,6 +33,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/pulse.h"
+#include "base/times.h"
 #include "ec/crc.h"
 #include "ec/exchange.h"
 #include "ec/layout.h"
@@ -67,6 +69,7 @@ typedef struct ft__smp {
   int lock_fd; /* flock on the store: this launch's, until the process ends */
   int damaged; /* a slot that is not blank failed validation (store.h) */
   int warned_unreserved; /* said once that slots cannot be reserved */
+  int slots_said;        /* told ft-launch the slot size (say_slots) */
   ft__pulse_t pulse; /* heartbeats with the other SMPs (base/pulse.h) */
   double stopped_since[FT_MAX_LOCAL]; /* when a trainer was first seen
                                        * stopped by a signal, 0: running */
@@ -1366,6 +1369,15 @@ static int do_layout(smp_t *s) {
   return rc;
 }
 
+/* Under ft-launch, once per launch at the first commit (both slots made,
+ * the job past its start-up and any restore): node 0's slot size, for
+ * ft-launch to prepare its free spares with (scripts/ft-spare.c). */
+static void say_slots(smp_t *s) {
+  s->slots_said = 1;
+  if (s->node == 0)
+    ft__times_say("slots", "slot_bytes=%" PRIu64, s->geom.seg_bytes);
+}
+
 /* ---- one version ---- */
 
 static int same_geom(const ft__slot_t *sl, const ft__slot_geom_t *g) {
@@ -1649,7 +1661,10 @@ static int protect(smp_t *s, uint64_t v) {
   if (s->pending && (rc = promote_pending(s)))
     return rc;
   maybe_flush(s, v);
-  return prepare(s, v + 1);
+  rc = prepare(s, v + 1);
+  if (rc == FT_OK && !s->slots_said)
+    say_slots(s);
+  return rc;
 }
 
 /* ---- the loop ---- */

@@ -311,6 +311,44 @@ static void unmade(ft__slot_t *s, const ft__dir_t *dir, const char *name) {
   (void)ft__store_unlink(dir, name, NULL, 0);
 }
 
+/* The file of a slot being made, open in s->fd and holding nothing the new
+ * slot must not have: sized to the geometry, reserved, mapped, given an
+ * EMPTY header.  On failure the file is removed. */
+static int shape_file(ft__slot_t *s, const ft__dir_t *dir, const char *name,
+                      const char *job, const ft__slot_geom_t *g,
+                      void (*between)(void *), void *arg, char *msg,
+                      size_t msglen) {
+  if (ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
+    int rc =
+        ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
+                 s->path, (unsigned long long)g->seg_bytes, strerror(errno));
+    unmade(s, dir, name);
+    return rc;
+  }
+  /* Every byte backed before anything maps it: on a full tmpfs or disk, a
+   * write into a page that cannot be backed is a SIGBUS in the writer (the
+   * SMP's header, a trainer's copy, a rebuild's decode). */
+  int reserved = ft__store_reserve(s->fd, g->seg_bytes, between, arg);
+  if (reserved < 0) {
+    int err = errno;
+    int rc = ft__msgf(ft__from_errno(err), msg, msglen,
+                      "%s: cannot reserve the slot's %llu bytes: %s; make "
+                      "room there, or set FT_STORE_ROOT to a file system "
+                      "with room",
+                      s->path, (unsigned long long)g->seg_bytes, strerror(err));
+    unmade(s, dir, name);
+    return rc;
+  }
+  int rc = map_file(s, g->seg_bytes, msg, msglen);
+  if (rc) {
+    unmade(s, dir, name);
+    return rc;
+  }
+  s->unreserved = reserved > 0;
+  write_header(s->hdr, job, g);
+  return FT_OK;
+}
+
 int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
                           const char *job, const ft__slot_geom_t *g,
                           void (*between)(void *), void *arg, char *msg,
@@ -344,35 +382,47 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
       ft__slot_close(s);
     return rc;
   }
-  if (ftruncate(s->fd, (off_t)g->seg_bytes) != 0) {
-    int rc =
-        ft__msgf(ft__from_errno(errno), msg, msglen, "%s: resize to %llu: %s",
-                 s->path, (unsigned long long)g->seg_bytes, strerror(errno));
+  return shape_file(s, dir, name, job, g, between, arg, msg, msglen);
+}
+
+/* A file ft-spare made: a regular file of this user's with no other name
+ * (a second link would let a write into the slot reach another file). */
+static int prepared_file(const struct stat *st) {
+  return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1;
+}
+
+int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                         const char *job, const ft__slot_geom_t *g,
+                         const ft__dir_t *spare, int *taken, char *msg,
+                         size_t msglen) {
+  char name[16];
+  struct stat st;
+  *taken = 0;
+  slot_name(name, sizeof(name), idx);
+  if (!spare || spare->fd < 0 || dir->fd < 0 ||
+      fstatat(spare->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !prepared_file(&st) || renameat(spare->fd, name, dir->fd, name) != 0)
+    return ft__slot_create(s, dir, idx, job, g, msg, msglen);
+  memset(s, 0, sizeof(*s));
+  s->idx = idx;
+  path_in(s->path, sizeof(s->path), dir, name);
+  s->fd = ft__store_openat(dir, name, O_RDWR, 0);
+  /* Checked again through the descriptor: it is the file that was
+   * renamed, whatever stood there between the two calls. */
+  if (s->fd < 0 || fstat(s->fd, &st) != 0 || !prepared_file(&st)) {
     unmade(s, dir, name);
-    return rc;
+    return ft__slot_create(s, dir, idx, job, g, msg, msglen);
   }
-  /* Every byte backed before anything maps it: on a full tmpfs or disk, a
-   * write into a page that cannot be backed is a SIGBUS in the writer (the
-   * SMP's header, a trainer's copy, a rebuild's decode). */
-  int reserved = ft__store_reserve(s->fd, g->seg_bytes, between, arg);
-  if (reserved < 0) {
-    int err = errno;
-    int rc = ft__msgf(ft__from_errno(err), msg, msglen,
-                      "%s: cannot reserve the slot's %llu bytes: %s; make "
-                      "room there, or set FT_STORE_ROOT to a file system "
-                      "with room",
-                      s->path, (unsigned long long)g->seg_bytes, strerror(err));
-    unmade(s, dir, name);
-    return rc;
-  }
-  int rc = map_file(s, g->seg_bytes, msg, msglen);
-  if (rc) {
-    unmade(s, dir, name);
-    return rc;
-  }
-  s->unreserved = reserved > 0;
-  write_header(s->hdr, job, g);
-  return FT_OK;
+  *taken = 1;
+  return shape_file(s, dir, name, job, g, NULL, NULL, msg, msglen);
+}
+
+int ft__spare_dir(const char *store_dir, char *out, size_t len) {
+  const char *base = strrchr(store_dir, '/');
+  int n = base ? snprintf(out, len, "%.*s/.spare-%s", (int)(base - store_dir),
+                          store_dir, base + 1)
+               : -1;
+  return n > 0 && (size_t)n < len ? FT_OK : FT_ERANGE;
 }
 
 void ft__slot_prefault(ft__slot_t *s) {

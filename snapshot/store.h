@@ -220,6 +220,23 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
                           const char *job, const ft__slot_geom_t *g,
                           void (*between)(void *), void *arg, char *msg,
                           size_t msglen);
+/* Slot idx made from a prepared spare's file where there is one: the file
+ * dir/slot<idx> of spare (ft__spare_dir; ft-spare made it, its pages
+ * already allocated and zeroed) is renamed into dir as the slot and then
+ * sized, reserved, mapped and given an EMPTY header as ft__slot_create
+ * does, without emptying it first.  Where spare is NULL or closed, has no
+ * such file, or holds something else there (not a regular file of this
+ * user's with a single link), or the rename fails (another file system):
+ * ft__slot_create, the file in spare left as it was.  *taken: 1 when the
+ * prepared file became the slot. */
+int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
+                         const char *job, const ft__slot_geom_t *g,
+                         const ft__dir_t *spare, int *taken, char *msg,
+                         size_t msglen);
+/* The directory of a spare's prepared slot files beside store directory
+ * store_dir (ROOT/JOB, or ROOT/vnodeN/JOB): ROOT/.spare-JOB (a job name
+ * never begins with a dot).  FT_ERANGE when it does not fit in len. */
+int ft__spare_dir(const char *store_dir, char *out, size_t len);
 /* Fault in every page of a slot just made (MADV_POPULATE_WRITE, in bulk:
  * a rebuild then writes into memory already there instead of taking one
  * fault a page).  Best effort: nothing happens where the kernel lacks it
