@@ -313,15 +313,20 @@ static int reserved_next(next_slot_t *n, ft__slot_t *sl, char *msg,
 }
 
 /* The slot files ft-spare made on this host while the job ran (its pages
- * allocated and zeroed then, not while the job waits for the rebuild):
- * opened into spare for a spare taking a lost node's place, checked as a
- * store is (ft__store_open_dir); closed (fd -1) where there are none or
- * they are refused, and the slots are made as without. */
-static void open_spare(const ft__restore_t *r, int adopt, ft__dir_t *spare) {
-  char path[sizeof(spare->path)];
-  ft__dir_init(spare, "");
-  if (!adopt && ft__spare_dir(r->dir.path, path, sizeof(path)) == FT_OK)
-    (void)ft__store_open_dir(r->store_root, path, 0, spare, NULL, 0);
+ * allocated and written then, not while the job waits for the rebuild):
+ * taken for a spare in a lost node's place (ft__spare_take: a preparation
+ * still under way stops once the store exists, which it does by now), the
+ * rest removed afterwards (ft__spare_release).  spare is closed where
+ * there are none, and the slots are made as without. */
+#define SPARE_WAIT_S 10.0
+
+static void open_spare(const ft__restore_t *r, int adopt, ft__dir_t *spare,
+                       int *lock_fd) {
+  if (adopt || !ft__spare_take(r->store_root, r->dir.path, SPARE_WAIT_S, spare,
+                               lock_fd)) {
+    ft__dir_init(spare, "");
+    *lock_fd = -1;
+  }
 }
 
 /* The slot that receives a lost node's chunks, shaped as the lost node's
@@ -361,7 +366,8 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */
   ft__dir_t spare;
-  open_spare(r, adopt, &spare);
+  int spare_lock;
+  open_spare(r, adopt, &spare, &spare_lock);
   if (rc == FT_OK)
     rc = ft__slot_create_from(sl, dir, idx, r->job, &geom, &spare, &taken, msg,
                               sizeof(msg));
@@ -375,7 +381,7 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
     ft__slot_prefault(sl); /* before the chains write into it */
   if (both)
     rc = reserved_next(&next, sl, msg, sizeof(msg));
-  ft__dir_close(&spare);
+  ft__spare_release(&spare, spare_lock);
   if (rc == FT_OK) {
     /* Stamped like the survivors' copies: every copy of a version says
      * where it was made (survey.c compares them). */
@@ -1152,6 +1158,20 @@ int ft__rebuild_plan(ft__restore_t *r, int *helper_of) {
   return rc;
 }
 
+/* How many slots came prepared, over every rank (for the report), before
+ * anything is committed: napping, as the agreements wait. */
+static int sum_prepared(ft__restore_t *r) {
+  int mine = r->prepared, all = 0;
+  MPI_Request req;
+  if (MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_SUM, r->comm, &req) !=
+          MPI_SUCCESS ||
+      ft__pulse_wait_plain(&req, HUGE_VAL, FT_PULSE_NAP_SHORT) != FT_OK)
+    return ft__rsay(r, FT_EMPI, "%s: MPI failed counting the prepared slots",
+                    r->host);
+  r->prepared = all;
+  return FT_OK;
+}
+
 int ft__rebuild(ft__restore_t *r) {
   int *helper_of = ft__calloc((size_t)r->nnodes, sizeof(int));
   ft__meta_t *spare_meta = ft__calloc(1, sizeof(*spare_meta));
@@ -1207,14 +1227,12 @@ int ft__rebuild(ft__restore_t *r) {
   if (rc == FT_OK)
     rc = ft__ragree(r, seal(r, is_spare, made));
   if (rc == FT_OK)
+    rc = ft__ragree(r, sum_prepared(r));
+  if (rc == FT_OK)
     rc = ft__ragree(r, clear_damaged(r));
   if (rc == FT_OK)
     rc = ft__ragree(r, adopting(r) ? write_reslice(r, spare_meta, helper_of)
                                    : write_epoch(r, spare_meta, helper_of));
-  /* Every rank has just agreed: the count for the report, from the spares. */
-  int prepared = r->prepared;
-  if (rc == FT_OK)
-    MPI_Allreduce(&prepared, &r->prepared, 1, MPI_INT, MPI_SUM, r->comm);
   r->seconds = MPI_Wtime() - t0;
 out:
   ft__free(helper_of);

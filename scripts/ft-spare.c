@@ -38,6 +38,11 @@ enum {
 
 /* No slot is near this: a number beyond it is a typo. */
 #define MAX_BYTES (UINT64_C(1) << 50)
+/* "ft-spare remove" asks a preparation under way to stop with this file. */
+#define STOP_NAME "stop"
+/* How long a preparation or a removal waits for the other's lock (each
+ * stops within a piece once asked). */
+#define LOCK_WAIT_S 600.0
 
 typedef struct tool {
   ft__config_t cfg;
@@ -78,78 +83,170 @@ static int fail(const tool_t *t, int code, const char *msg) {
   return code;
 }
 
-/* The spare directory opened (made where create), checked as a store is. */
-static int open_spare(const tool_t *t, int create, ft__dir_t *d, char *msg,
-                      size_t msglen) {
-  int rc =
-      ft__store_open_dir(t->cfg.store_root, t->spare, create, d, msg, msglen);
-  return rc == FT_ECONFIG  ? EXIT_REFUSED
-         : rc == FT_ENOENT ? -1
-         : rc              ? EXIT_ERR
-                           : 0;
-}
-
 /* slot<idx> of d is already a prepared file of bytes bytes. */
 static int ready(const ft__dir_t *d, const char *name, uint64_t bytes) {
   struct stat st;
   return fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
          S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-         (uint64_t)st.st_size == bytes && (uint64_t)st.st_blocks * 512 >= bytes;
+         (uint64_t)st.st_size == bytes &&
+         (uint64_t)st.st_blocks * 512 >= bytes;
 }
 
-/* Every page of the file written once (zeroed by the kernel, as the first
- * write of each would): a tmpfs page that is only allocated (fallocate) is
- * zeroed at its first touch, and on a virtual machine that hands free
- * memory back to its host (virtio-balloon free page reporting) that touch
- * also makes the host back it again: done here, neither is left for the
- * rebuild (measured: 113 MiB on 2 MiB pages written 10-15 ms after this,
- * 108-251 ms for the first touch itself).  Best effort (base/pages.h). */
-static void populate(int fd, uint64_t bytes) {
-  if (!ft__prefault_fd_safe(fd))
-    return;
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED)
-    return;
-  ft__prefault(p, bytes, 1);
-  munmap(p, bytes);
+/* Whether d holds a whole prepared file (slotN, of any size): one a
+ * rebuild may be waiting to take. */
+static int whole_files(const ft__dir_t *d) {
+  struct stat st;
+  for (int i = 0; i < FT_NSLOTS; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "slot%d", i);
+    if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode))
+      return 1;
+  }
+  return 0;
+}
+
+/* A preparation under way (and its lock) and what it answers to. */
+typedef struct prep {
+  const tool_t *t;
+  ft__dir_t dir;  /* the spare directory, locked */
+  int parent_fd;  /* the directory the job's store would be made in */
+  int lock_fd;    /* the lock on dir (ft__store_lock) */
+  const char *job_name; /* the store's last component */
+} prep_t;
+
+/* Why a preparation stops early: the host became a node of the job (a
+ * rebuild made its store and waits for this lock to take the whole files),
+ * or "ft-spare remove" asked (it waits for the lock too).  0: go on. */
+enum { GO_ON = 0, STOP_NODE = 1, STOP_ASKED = 2 };
+static int stop_why(const prep_t *p) {
+  struct stat st;
+  if (fstatat(p->parent_fd, p->job_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return STOP_NODE;
+  if (fstatat(p->dir.fd, STOP_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return STOP_ASKED;
+  return GO_ON;
 }
 
 /* One prepared file: written as NAME.part (sized first, so that a tmpfs
- * with huge=within_size gives it huge pages, then reserved and populated),
- * renamed to NAME once whole: a file called slotN is never half made. */
-static int make_one(const tool_t *t, const ft__dir_t *d, const char *name,
-                    uint64_t bytes, char *msg, size_t msglen) {
+ * with huge=within_size gives it huge pages; then, a piece at a time,
+ * reserved and every page written once, where the kernel can: a tmpfs page
+ * that is only allocated is zeroed at its first touch, and on a virtual
+ * machine that hands free memory back to its host, that touch also makes
+ * the host back it again; measured: 113 MiB on 2 MiB pages written 10-15 ms
+ * after this, 108-251 ms for the first touch itself), renamed to NAME once
+ * whole: a file called slotN is never half made.  *why: why it stopped
+ * early (the part removed), else GO_ON. */
+static int make_one(prep_t *p, const char *name, uint64_t bytes, int *why,
+                    char *msg, size_t msglen) {
+  const char *dir = p->t->spare;
   char part[32];
   snprintf(part, sizeof(part), "%s.part", name);
-  (void)unlinkat(d->fd, part, 0);
-  int fd = ft__store_openat(d, part, O_RDWR | O_CREAT | O_EXCL, 0600);
+  /* An older file of another size goes first: never three at once. */
+  (void)unlinkat(p->dir.fd, name, 0);
+  (void)unlinkat(p->dir.fd, part, 0);
+  int fd = ft__store_openat(&p->dir, part, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0)
-    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: open: %s",
-                    t->spare, part, strerror(errno));
-  int rc = FT_OK, r = -1;
-  if (ftruncate(fd, (off_t)bytes) == 0)
-    r = ft__store_reserve(fd, bytes, NULL, NULL);
-  if (r < 0)
+    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: open: %s", dir,
+                    part, strerror(errno));
+  int rc = FT_OK;
+  if (ftruncate(fd, (off_t)bytes) != 0)
     rc = ft__msgf(ft__from_errno(errno), msg, msglen,
-                  "%s/%s: cannot reserve %" PRIu64 " bytes: %s", t->spare, part,
-                  bytes, strerror(errno));
-  else if (r > 0)
-    rc = ft__msgf(FT_EINVAL, msg, msglen,
-                  "%s: its file system cannot reserve space (fallocate: not "
-                  "supported): nothing to prepare; keep the store on tmpfs",
-                  t->spare);
-  else
-    populate(fd, bytes);
+                  "%s/%s: resize to %" PRIu64 ": %s", dir, part, bytes,
+                  strerror(errno));
+  uint8_t *map = NULL;
+  if (rc == FT_OK && ft__prefault_fd_safe(fd)) {
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    map = m == MAP_FAILED ? NULL : m;
+  }
+  *why = GO_ON;
+  for (uint64_t off = 0; rc == FT_OK && off < bytes; off += FT_PREFAULT_PIECE) {
+    uint64_t len = bytes - off < FT_PREFAULT_PIECE ? bytes - off
+                                                   : FT_PREFAULT_PIECE;
+    int r;
+    do
+      r = fallocate(fd, 0, (off_t)off, (off_t)len);
+    while (r != 0 && errno == EINTR);
+    if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+      rc = ft__msgf(FT_EINVAL, msg, msglen,
+                    "%s: its file system cannot reserve space (fallocate: not "
+                    "supported): nothing to prepare; keep the store on tmpfs",
+                    dir);
+    else if (r != 0)
+      rc = ft__msgf(ft__from_errno(errno), msg, msglen,
+                    "%s/%s: cannot reserve %" PRIu64 " bytes: %s", dir, part,
+                    bytes, strerror(errno));
+    else if (map)
+      ft__prefault(map + off, len, 1);
+    if (rc == FT_OK && (*why = stop_why(p)) != GO_ON)
+      break;
+  }
+  if (map)
+    munmap(map, bytes);
   close(fd);
-  if (rc == FT_OK && renameat(d->fd, part, d->fd, name) != 0)
-    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: rename: %s",
-                  t->spare, part, strerror(errno));
-  if (rc)
-    (void)unlinkat(d->fd, part, 0);
+  if (rc == FT_OK && *why == GO_ON &&
+      renameat(p->dir.fd, part, p->dir.fd, name) != 0)
+    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: rename: %s", dir,
+                  part, strerror(errno));
+  if (rc || *why != GO_ON)
+    (void)unlinkat(p->dir.fd, part, 0);
   return rc;
 }
 
-static int remove_spare(const tool_t *t, char *msg, size_t msglen);
+/* Every entry of the locked spare directory, and the directory. */
+static int remove_locked(prep_t *p, char *msg, size_t msglen) {
+  const char *slash = strrchr(p->t->spare, '/');
+  return ft__store_remove_dir(p->parent_fd, slash + 1, p->t->spare, msg,
+                              msglen) == FT_OK
+             ? EXIT_OK
+             : EXIT_ERR;
+}
+
+/* The parent directory (checked as a store is: made where create) and the
+ * spare directory in it (made where create), locked as a rebuild that takes
+ * its files locks it.  -1 when there is none (not create), else an exit
+ * status. */
+static int open_locked(const tool_t *t, int create, prep_t *p, char *msg,
+                       size_t msglen) {
+  char parent[FT_PATH_MAX];
+  snprintf(parent, sizeof(parent), "%s", t->spare);
+  *strrchr(parent, '/') = '\0';
+  p->t = t;
+  p->job_name = strrchr(t->store, '/') + 1;
+  p->parent_fd = -1;
+  ft__dir_t pd;
+  int rc = ft__store_open_dir(t->cfg.store_root, parent[0] ? parent : "/",
+                              create, &pd, msg, msglen);
+  if (rc == FT_OK)
+    rc = ft__store_open_dir(t->cfg.store_root, t->spare, create, &p->dir, msg,
+                            msglen);
+  int lock = -1;
+  if (rc == FT_OK &&
+      (rc = ft__store_lock(&p->dir, LOCK_WAIT_S, &lock, NULL, 0)) != FT_OK)
+    ft__msgf(rc, msg, msglen,
+             "%s: locked by another ft-spare or a rebuild for %.0f s: it "
+             "should have let go long before; see which process holds it "
+             "(fuser -v %s)",
+             t->spare, LOCK_WAIT_S, t->spare);
+  if (rc) {
+    ft__dir_close(&pd);
+    ft__dir_close(&p->dir);
+    return rc == FT_ENOENT && !create ? -1
+           : rc == FT_ECONFIG         ? EXIT_REFUSED
+                                      : EXIT_ERR;
+  }
+  p->parent_fd = pd.fd; /* owned here now */
+  p->lock_fd = lock;
+  return EXIT_OK;
+}
+
+static void close_locked(prep_t *p) {
+  ft__dir_close(&p->dir);
+  if (p->parent_fd >= 0)
+    close(p->parent_fd);
+  if (p->lock_fd >= 0)
+    close(p->lock_fd);
+}
 
 static int prepare(const tool_t *t, const char *arg) {
   char *end, msg[768] = "";
@@ -157,45 +254,52 @@ static int prepare(const tool_t *t, const char *arg) {
   uint64_t bytes = strtoull(arg, &end, 10);
   if (*end || !*arg || arg[0] == '-' || errno || bytes == 0 ||
       bytes > MAX_BYTES) {
-    fprintf(stderr,
-            "ft-spare: prepare %s: expected a size in bytes, 1 to "
-            "2^50\n",
-            arg);
+    fprintf(stderr, "ft-spare: prepare %s: expected a size in bytes, 1 to "
+                    "2^50\n", arg);
     return EXIT_USAGE;
   }
-  ft__dir_t d;
-  int rc =
-      ft__store_open_dir(t->cfg.store_root, t->store, 0, &d, msg, sizeof(msg));
-  ft__dir_close(&d);
-  if (rc == FT_OK) {
+  prep_t p;
+  int rc = open_locked(t, 1, &p, msg, sizeof(msg));
+  if (rc)
+    return fail(t, rc, msg);
+  int why = stop_why(&p);
+  struct stat st;
+  if (why == GO_ON && fstat(p.dir.fd, &st) == 0 && st.st_nlink == 0)
+    why = STOP_NODE; /* a rebuild took the files and removed the directory */
+  if (why == STOP_NODE && fstat(p.dir.fd, &st) == 0 && st.st_nlink > 0 &&
+      !whole_files(&p.dir)) {
+    /* A store of the job and nothing prepared for a rebuild to take: a
+     * node of the job, not a spare. */
+    (void)remove_locked(&p, NULL, 0);
+    close_locked(&p);
     snprintf(msg, sizeof(msg),
              "holds a store of job '%s' (%s): a node of the job, not a "
              "spare; nothing prepared",
              t->cfg.job, t->store);
     return fail(t, EXIT_MEMBER, msg);
   }
-  if (rc != FT_ENOENT)
-    return fail(t, rc == FT_ECONFIG ? EXIT_REFUSED : EXIT_ERR, msg);
-  if ((rc = open_spare(t, 1, &d, msg, sizeof(msg))))
-    return fail(t, rc, msg);
-  for (int i = 0; rc == FT_OK && i < FT_NSLOTS; i++) {
+  for (int i = 0; rc == FT_OK && why == GO_ON && i < FT_NSLOTS; i++) {
     char name[16];
     snprintf(name, sizeof(name), "slot%d", i);
-    if (!ready(&d, name, bytes))
-      rc = make_one(t, &d, name, bytes, msg, sizeof(msg));
+    if (!ready(&p.dir, name, bytes))
+      rc = make_one(&p, name, bytes, &why, msg, sizeof(msg));
   }
-  ft__dir_close(&d);
-  if (rc == FT_OK)
-    return EXIT_OK;
-  /* Nothing half prepared: a spare without room says so now, and holds
-   * none of the memory a job beside it may need. */
-  char rmsg[512];
-  (void)remove_spare(t, rmsg, sizeof(rmsg));
+  int code = EXIT_OK;
+  if (why == STOP_ASKED || rc) /* nothing half prepared, nothing left */
+    code = remove_locked(&p, NULL, 0);
+  close_locked(&p);
+  if (rc == FT_OK || code != EXIT_OK) {
+    if (code != EXIT_OK)
+      fprintf(stderr, "ft-spare: %s: could not remove %s: remove it by hand\n",
+              t->host, t->spare);
+    return rc == FT_OK ? code : fail(t, EXIT_ERR, msg);
+  }
   if (rc == FT_ENOSPC) {
     size_t n = strlen(msg);
     snprintf(msg + n, sizeof(msg) - n,
-             "; no room for %d slots of the job here: a rebuild onto this "
-             "spare would fail the same way (ft-restore exit 5)",
+             "; no room here for %d slots of the job's node 0: a rebuild "
+             "onto this spare would likely fail the same way (ft-restore "
+             "exit 5)",
              FT_NSLOTS);
     return fail(t, EXIT_NOROOM, msg);
   }
@@ -205,13 +309,14 @@ static int prepare(const tool_t *t, const char *arg) {
 static int show(const tool_t *t) {
   char msg[512] = "";
   ft__dir_t d;
-  int rc = open_spare(t, 0, &d, msg, sizeof(msg));
-  if (rc < 0) {
+  int rc = ft__store_open_dir(t->cfg.store_root, t->spare, 0, &d, msg,
+                              sizeof(msg));
+  if (rc == FT_ENOENT) {
     printf("%s: job %s: nothing prepared\n", t->host, t->cfg.job);
     return EXIT_OK;
   }
   if (rc)
-    return fail(t, rc, msg);
+    return fail(t, rc == FT_ECONFIG ? EXIT_REFUSED : EXIT_ERR, msg);
   printf("%s: job %s:", t->host, t->cfg.job);
   int n = 0;
   for (int i = 0; i < FT_NSLOTS; i++) {
@@ -228,21 +333,28 @@ static int show(const tool_t *t) {
   return EXIT_OK;
 }
 
-/* The spare directory and what is in it; nothing else. */
+/* The spare directory and what is in it; nothing else.  A preparation
+ * under way is asked to stop (STOP_NAME) and waited for. */
 static int remove_spare(const tool_t *t, char *msg, size_t msglen) {
-  char parent[FT_PATH_MAX];
-  snprintf(parent, sizeof(parent), "%s", t->spare);
-  char *slash = strrchr(parent, '/');
-  *slash = '\0';
-  ft__dir_t p;
-  int rc = ft__store_open_dir(t->cfg.store_root, parent, 0, &p, msg, msglen);
+  ft__dir_t d;
+  int rc = ft__store_open_dir(t->cfg.store_root, t->spare, 0, &d, msg, msglen);
   if (rc == FT_ENOENT)
     return EXIT_OK;
   if (rc)
     return rc == FT_ECONFIG ? EXIT_REFUSED : EXIT_ERR;
-  rc = ft__store_remove_dir(p.fd, slash + 1, t->spare, msg, msglen);
-  ft__dir_close(&p);
-  return rc ? EXIT_ERR : EXIT_OK;
+  int fd = ft__store_openat(&d, STOP_NAME, O_WRONLY | O_CREAT, 0600);
+  if (fd >= 0)
+    close(fd);
+  ft__dir_close(&d);
+  prep_t p;
+  rc = open_locked(t, 0, &p, msg, msglen);
+  if (rc < 0)
+    return EXIT_OK; /* removed meanwhile (by a rebuild, or a preparation) */
+  if (rc)
+    return rc;
+  rc = remove_locked(&p, msg, msglen);
+  close_locked(&p);
+  return rc;
 }
 
 static int parse(int argc, char **argv, tool_t *t) {

@@ -399,9 +399,12 @@ int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
   struct stat st;
   *taken = 0;
   slot_name(name, sizeof(name), idx);
+  /* Never over a slot of the store (a spare's was cleared): one there is
+   * made anew as ft__slot_create makes it. */
   if (!spare || spare->fd < 0 || dir->fd < 0 ||
       fstatat(spare->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-      !prepared_file(&st) || renameat(spare->fd, name, dir->fd, name) != 0)
+      !prepared_file(&st) ||
+      renameat2(spare->fd, name, dir->fd, name, RENAME_NOREPLACE) != 0)
     return ft__slot_create(s, dir, idx, job, g, msg, msglen);
   memset(s, 0, sizeof(*s));
   s->idx = idx;
@@ -413,8 +416,55 @@ int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
     unmade(s, dir, name);
     return ft__slot_create(s, dir, idx, job, g, msg, msglen);
   }
-  *taken = 1;
-  return shape_file(s, dir, name, job, g, NULL, NULL, msg, msglen);
+  int rc = shape_file(s, dir, name, job, g, NULL, NULL, msg, msglen);
+  *taken = rc == FT_OK;
+  return rc;
+}
+
+int ft__spare_take(const char *root, const char *store_dir, double wait_s,
+                   ft__dir_t *spare, int *lock_fd) {
+  char path[sizeof(spare->path)];
+  *lock_fd = -1;
+  ft__dir_init(spare, "");
+  if (ft__spare_dir(store_dir, path, sizeof(path)) != FT_OK ||
+      ft__store_open_dir(root, path, 0, spare, NULL, 0) != FT_OK)
+    return 0;
+  if (ft__store_lock(spare, wait_s, lock_fd, NULL, 0) != FT_OK) {
+    ft__dir_close(spare);
+    return 0;
+  }
+  /* What a preparation killed midway left (slotN.part), or a removal's
+   * request (ft-spare): the whole files alone stay. */
+  int dfd = openat(spare->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d && dfd >= 0)
+    close(dfd);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strcmp(e->d_name, "slot0") != 0 && strcmp(e->d_name, "slot1") != 0 &&
+        strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+      (void)unlinkat(spare->fd, e->d_name, 0);
+  if (d)
+    closedir(d);
+  return 1;
+}
+
+void ft__spare_release(ft__dir_t *spare, int lock_fd) {
+  if (spare->fd >= 0) {
+    char parent[sizeof(spare->path)];
+    snprintf(parent, sizeof(parent), "%s", spare->path);
+    char *slash = strrchr(parent, '/');
+    int pfd = slash ? openat(spare->fd, "..", O_RDONLY | O_DIRECTORY |
+                                                 O_CLOEXEC)
+                    : -1;
+    if (pfd >= 0) /* what the rebuild did not take, and the directory */
+      (void)ft__store_remove_dir(pfd, slash + 1, spare->path, NULL, 0);
+    if (pfd >= 0)
+      close(pfd);
+  }
+  ft__dir_close(spare);
+  if (lock_fd >= 0)
+    close(lock_fd);
 }
 
 int ft__spare_dir(const char *store_dir, char *out, size_t len) {

@@ -227,12 +227,29 @@ int ft__slot_create_paced(ft__slot_t *s, const ft__dir_t *dir, int idx,
  * does, without emptying it first.  Where spare is NULL or closed, has no
  * such file, or holds something else there (not a regular file of this
  * user's with a single link), or the rename fails (another file system):
- * ft__slot_create, the file in spare left as it was.  *taken: 1 when the
- * prepared file became the slot. */
+ * ft__slot_create, the file in spare left as it was (one that, renamed,
+ * turns out not to be such a file is removed).  A slot idx already in dir
+ * is never replaced by a prepared file: it is made as ft__slot_create
+ * makes it.  *taken: 1 when the prepared file became the slot. */
 int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
                          const char *job, const ft__slot_geom_t *g,
                          const ft__dir_t *spare, int *taken, char *msg,
                          size_t msglen);
+/* A spare's prepared files, for a rebuild that makes this host a node of
+ * the job (store_dir its store directory, made already): their directory
+ * (ft__spare_dir) opened into spare, checked as a store is, and locked as
+ * ft-spare locks it while it prepares or removes, waiting up to wait_s for
+ * a preparation to stop (ft-spare stops once store_dir exists).  Whatever
+ * is there but whole slot files is removed at once (a preparation killed
+ * midway), so that none of it holds memory a slot made anew needs.  1 when
+ * taken (*lock_fd holds the lock), 0 when there are none, they are
+ * refused, or the lock was not free in time (spare closed): slots are made
+ * as without. */
+int ft__spare_take(const char *root, const char *store_dir, double wait_s,
+                   ft__dir_t *spare, int *lock_fd);
+/* After the slots are made: what the rebuild did not take is removed, with
+ * the directory, and the lock given up.  Nothing when spare is closed. */
+void ft__spare_release(ft__dir_t *spare, int lock_fd);
 /* The directory of a spare's prepared slot files beside store directory
  * store_dir (ROOT/JOB, or ROOT/vnodeN/JOB): ROOT/.spare-JOB (a job name
  * never begins with a dot).  FT_ERANGE when it does not fit in len. */

@@ -56,7 +56,7 @@ before=$(inodes s1 ".spare-$FT_JOB")
 chaos prep kill-node h2
 finish
 expect_rc prep 0 "ft-launch --restarts 1 --spares 2"
-expect_line prep '^ft-launch: warning: spare s2 has no room: .*no room for 2 slots of the job here' "s2 named without room"
+expect_line prep '^ft-launch: warning: spare s2 has no room: .*no room here for 2 slots' "s2 named without room"
 expect_line prep 'replacing them with spare\(s\) s1' "s1 takes h2's node"
 expect_line prep "^ft-launch: recovery 1: training resumed .*ft_init [0-9.]+ s \\(.*, 2 slot\\(s\\) prepared on a spare\\)" "the account says the spare was prepared"
 after=$(inodes s1 "$FT_JOB")

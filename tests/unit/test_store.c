@@ -684,6 +684,57 @@ START_TEST(create_from_refuses_links) {
 }
 END_TEST
 
+/* A rebuild takes a spare's files only under the lock ft-spare holds while
+ * it prepares: busy past the wait, none are taken (the slots are made as
+ * without); free, what a preparation killed midway left is removed, the
+ * whole files stay to be taken, and the release removes the rest with the
+ * directory. */
+START_TEST(spare_take_locked) {
+  char store[512], path[512], msg[512] = "";
+  path_of(store, sizeof(store), "job-a");
+  ck_assert_int_eq(mkdir(store, 0700), 0);
+  path_of(path, sizeof(path), ".spare-job-a");
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  ft__dir_t sp;
+  ck_assert_msg(ft__dir_open(&sp, path, msg, sizeof(msg)) == FT_OK, "%s", msg);
+  const char *names[] = {"slot0", "slot1", "slot1.part", "stop"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    int fd = openat(sp.fd, names[i], O_WRONLY | O_CREAT, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+  }
+  int held = openat(sp.fd, ".", O_RDONLY | O_DIRECTORY);
+  ck_assert_int_ge(held, 0);
+  ck_assert_int_eq(flock(held, LOCK_EX | LOCK_NB), 0); /* ft-spare's */
+  ft__dir_t spare;
+  int lock = -2;
+  ck_assert_int_eq(ft__spare_take(dir, store, 0.05, &spare, &lock), 0);
+  ck_assert_int_lt(spare.fd, 0);
+  ck_assert_int_eq(lock, -1);
+  struct stat st;
+  ck_assert_int_eq(fstatat(sp.fd, "slot1.part", &st, 0), 0); /* untouched */
+  close(held);
+  ck_assert_int_eq(ft__spare_take(dir, store, 0.05, &spare, &lock), 1);
+  ck_assert_int_ge(spare.fd, 0);
+  ck_assert_int_ge(lock, 0);
+  ck_assert_int_eq(fstatat(sp.fd, "slot0", &st, 0), 0);
+  ck_assert_int_eq(fstatat(sp.fd, "slot1", &st, 0), 0);
+  ck_assert_int_ne(fstatat(sp.fd, "slot1.part", &st, 0), 0);
+  ck_assert_int_ne(fstatat(sp.fd, "stop", &st, 0), 0);
+  /* Locked while taken: ft-spare waits. */
+  held = openat(sp.fd, ".", O_RDONLY | O_DIRECTORY);
+  ck_assert_int_ne(flock(held, LOCK_EX | LOCK_NB), 0);
+  close(held);
+  ck_assert_int_eq(renameat(spare.fd, "slot0", sdir.fd, "slot0"), 0);
+  ft__spare_release(&spare, lock);
+  ck_gone(path);
+  ft__dir_close(&sp);
+  /* None there: 0, nothing made. */
+  ck_assert_int_eq(ft__spare_take(dir, store, 0.05, &spare, &lock), 0);
+  ck_gone(path);
+}
+END_TEST
+
 START_TEST(spare_dir_names) {
   char out[64];
   ck_assert_int_eq(ft__spare_dir("/dev/shm/ftrt/job-a", out, sizeof(out)),
@@ -2747,6 +2798,7 @@ int main(void) {
   tcase_add_test(tc, create_from_prepared);
   tcase_add_test(tc, create_from_refuses_links);
   tcase_add_test(tc, spare_dir_names);
+  tcase_add_test(tc, spare_take_locked);
   tcase_add_test(tc, state_names);
   tcase_add_test(tc, state_machine);
   tcase_add_test(tc, recreate_other_geometry);
