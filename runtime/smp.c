@@ -1352,8 +1352,20 @@ static int load_tables(smp_t *s) {
   return FT_OK;
 }
 
+/* Files ft-spare prepared on this host when it was a spare, which no
+ * rebuild took (it became a node otherwise): the memory they hold is given
+ * back.  A preparation under way is left to stop by itself (it does once
+ * it sees this store). */
+static void drop_prepared(const smp_t *s) {
+  ft__dir_t spare;
+  int lock;
+  if (ft__spare_take(s->c->cfg.store_root, s->c->dir.path, 0, &spare, &lock))
+    ft__spare_release(&spare, lock);
+}
+
 static int do_layout(smp_t *s) {
   ft__store32(&s->ctl->phase, FT_PHASE_LAYOUT);
+  drop_prepared(s);
   int trc = load_tables(s);
   int rc = size_slots(s); /* collective: runs whatever the local checks say */
   int erc = choose_epoch(s);

@@ -88,8 +88,7 @@ static int ready(const ft__dir_t *d, const char *name, uint64_t bytes) {
   struct stat st;
   return fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
          S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-         (uint64_t)st.st_size == bytes &&
-         (uint64_t)st.st_blocks * 512 >= bytes;
+         (uint64_t)st.st_size == bytes && (uint64_t)st.st_blocks * 512 >= bytes;
 }
 
 /* Whether d holds a whole prepared file (slotN, of any size): one a
@@ -109,9 +108,9 @@ static int whole_files(const ft__dir_t *d) {
 /* A preparation under way (and its lock) and what it answers to. */
 typedef struct prep {
   const tool_t *t;
-  ft__dir_t dir;  /* the spare directory, locked */
-  int parent_fd;  /* the directory the job's store would be made in */
-  int lock_fd;    /* the lock on dir (ft__store_lock) */
+  ft__dir_t dir;        /* the spare directory, locked */
+  int parent_fd;        /* the directory the job's store would be made in */
+  int lock_fd;          /* the lock on dir (ft__store_lock) */
   const char *job_name; /* the store's last component */
 } prep_t;
 
@@ -161,8 +160,8 @@ static int make_one(prep_t *p, const char *name, uint64_t bytes, int *why,
   }
   *why = GO_ON;
   for (uint64_t off = 0; rc == FT_OK && off < bytes; off += FT_PREFAULT_PIECE) {
-    uint64_t len = bytes - off < FT_PREFAULT_PIECE ? bytes - off
-                                                   : FT_PREFAULT_PIECE;
+    uint64_t len =
+        bytes - off < FT_PREFAULT_PIECE ? bytes - off : FT_PREFAULT_PIECE;
     int r;
     do
       r = fallocate(fd, 0, (off_t)off, (off_t)len);
@@ -254,8 +253,10 @@ static int prepare(const tool_t *t, const char *arg) {
   uint64_t bytes = strtoull(arg, &end, 10);
   if (*end || !*arg || arg[0] == '-' || errno || bytes == 0 ||
       bytes > MAX_BYTES) {
-    fprintf(stderr, "ft-spare: prepare %s: expected a size in bytes, 1 to "
-                    "2^50\n", arg);
+    fprintf(stderr,
+            "ft-spare: prepare %s: expected a size in bytes, 1 to "
+            "2^50\n",
+            arg);
     return EXIT_USAGE;
   }
   prep_t p;
@@ -309,8 +310,8 @@ static int prepare(const tool_t *t, const char *arg) {
 static int show(const tool_t *t) {
   char msg[512] = "";
   ft__dir_t d;
-  int rc = ft__store_open_dir(t->cfg.store_root, t->spare, 0, &d, msg,
-                              sizeof(msg));
+  int rc =
+      ft__store_open_dir(t->cfg.store_root, t->spare, 0, &d, msg, sizeof(msg));
   if (rc == FT_ENOENT) {
     printf("%s: job %s: nothing prepared\n", t->host, t->cfg.job);
     return EXIT_OK;

@@ -454,9 +454,9 @@ void ft__spare_release(ft__dir_t *spare, int lock_fd) {
     char parent[sizeof(spare->path)];
     snprintf(parent, sizeof(parent), "%s", spare->path);
     char *slash = strrchr(parent, '/');
-    int pfd = slash ? openat(spare->fd, "..", O_RDONLY | O_DIRECTORY |
-                                                 O_CLOEXEC)
-                    : -1;
+    int pfd = slash
+                  ? openat(spare->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                  : -1;
     if (pfd >= 0) /* what the rebuild did not take, and the directory */
       (void)ft__store_remove_dir(pfd, slash + 1, spare->path, NULL, 0);
     if (pfd >= 0)

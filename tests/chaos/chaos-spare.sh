@@ -9,7 +9,8 @@
 # filled first: ft-launch warns that it has no room, and nothing of it is
 # left.  When ft-launch ends, nothing prepared is left on any spare.  The
 # same through ft-restore as a job of its own (--restore-job), whose
-# summary line says so; and with --cold-spares nothing is prepared.
+# summary line says so; and with --cold-spares nothing is prepared (and a
+# node's files prepared by an earlier launch are dropped at its layout).
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -85,6 +86,9 @@ ok "ft-restore took the prepared files, resumed from step 8, digest matches; not
 begin "--cold-spares: nothing prepared"
 up cspare 4 --spares 2
 export FT_JOB=cold
+# Files prepared on h1 by an earlier launch that never took them: h1 is a
+# node of this one, whose layout gives their memory back.
+on_host h1 ft-spare --job "$FT_JOB" prepare 1048576 || fail "ft-spare prepare on h1"
 launch_held cold "$STEPS" step=8 --job "$FT_JOB" --nodes 4 --restarts 1 --spares 1 --restore-job --cold-spares
 chaos cold kill-node h2
 finish
@@ -93,5 +97,6 @@ expect_line cold '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\), 
 expect_no_line cold 'prepared on a spare' "--cold-spares"
 expect_digest cold "--cold-spares"
 nothing_left cold
-ok "--cold-spares: the slots made at the rebuild, digest matches"
+! on_host h1 test -e "/dev/shm/ftrt/.spare-$FT_JOB" || die_with cold "h1, a node of the job, still holds files prepared on it"
+ok "--cold-spares: the slots made at the rebuild, digest matches; h1's stale prepared files dropped at its layout"
 echo "PASS: prepared spares"
