@@ -366,8 +366,10 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */
   ft__dir_t spare;
-  int spare_lock;
-  open_spare(r, adopt, &spare, &spare_lock);
+  int spare_lock = -1;
+  ft__dir_init(&spare, "");
+  if (rc == FT_OK)
+    open_spare(r, adopt, &spare, &spare_lock);
   if (rc == FT_OK)
     rc = ft__slot_create_from(sl, dir, idx, r->job, &geom, &spare, &taken, msg,
                               sizeof(msg));

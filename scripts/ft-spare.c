@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,7 @@ enum {
 typedef struct tool {
   ft__config_t cfg;
   int vnode;
+  int until_eof; /* --until-eof: stop once standard input ends */
   char host[FT_NAME_MAX];
   char store[FT_PATH_MAX]; /* the job's store directory on this host */
   char spare[FT_PATH_MAX]; /* its prepared files (ft__spare_dir) */
@@ -54,7 +57,7 @@ typedef struct tool {
 
 static void usage(FILE *f) {
   fputs(
-      "usage: ft-spare [--job NAME] [--store DIR] [--vnode N]\n"
+      "usage: ft-spare [--job NAME] [--store DIR] [--vnode N] [--until-eof]\n"
       "                prepare BYTES | show | remove\n"
       "Prepare this host as a spare of a job: the memory a recovery onto it\n"
       "would take, allocated before the recovery needs it (ft-launch does\n"
@@ -63,18 +66,27 @@ static void usage(FILE *f) {
       "                 ROOT/.spare-JOB, their pages allocated and zeroed;\n"
       "                 files already there of that size are kept.  A\n"
       "                 rebuild that makes this host a node of the job\n"
-      "                 takes them as its slots instead of making new ones\n"
+      "                 takes them as its slots instead of making new ones.\n"
+      "                 It stops (keeping what it made) once the host holds\n"
+      "                 a store of the job, and (removing everything) when a\n"
+      "                 remove asks or, with --until-eof, when standard\n"
+      "                 input ends (ft-launch holds it open while it waits)\n"
       "  show           one line: what is prepared here\n"
-      "  remove         remove the prepared files (nothing else)\n"
+      "  remove         remove the prepared files (nothing else); a\n"
+      "                 preparation under way is asked to stop, and waited "
+      "for\n"
       "  --job NAME   job name (default: FT_JOB, else 'ftrt')\n"
       "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt,\n"
       "               /dev/shm/ftrt-UID for a user other than root)\n"
       "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
+      "  --until-eof  (prepare) stop as a removal would once standard input\n"
+      "               ends\n"
       "Exit: 0 done, 1 error, 2 usage, 3 this host holds a store of the job\n"
-      "(a node of it, not a spare): nothing made, 4 no room for the files:\n"
-      "nothing left (a rebuild onto this host would fail the same way),\n"
-      "5 store root refused: not this user's private directory (the message\n"
-      "says which and how to fix it), nothing touched.\n",
+      "and nothing prepared (a node of it, not a spare): nothing made, 4 no\n"
+      "room for the files: nothing left (a rebuild onto this host would\n"
+      "likely fail the same way), 5 store root refused: not this user's\n"
+      "private directory (the message says which and how to fix it),\n"
+      "nothing touched.\n",
       f);
 }
 
@@ -114,6 +126,22 @@ typedef struct prep {
   const char *job_name; /* the store's last component */
 } prep_t;
 
+/* A removal's request (STOP_NAME, holding the remover's pid): one whose
+ * remover is gone (a removal killed before it took the lock) is dropped. */
+static int asked(const prep_t *p) {
+  char text[32] = "";
+  int fd = ft__store_openat(&p->dir, STOP_NAME, O_RDONLY, 0);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  long pid = n > 0 ? strtol(text, NULL, 10) : 0;
+  if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+    return 1;
+  (void)unlinkat(p->dir.fd, STOP_NAME, 0);
+  return 0;
+}
+
 /* Why a preparation stops early: the host became a node of the job (a
  * rebuild made its store and waits for this lock to take the whole files),
  * or "ft-spare remove" asked (it waits for the lock too).  0: go on. */
@@ -122,7 +150,14 @@ static int stop_why(const prep_t *p) {
   struct stat st;
   if (fstatat(p->parent_fd, p->job_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
     return STOP_NODE;
-  if (fstatat(p->dir.fd, STOP_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0)
+  if (asked(p))
+    return STOP_ASKED;
+  /* --until-eof: the launch that asked for this preparation has ended (or
+   * been killed): as a removal would ask. */
+  struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+  char c;
+  if (p->t->until_eof && poll(&in, 1, 0) == 1 &&
+      (in.revents & (POLLIN | POLLHUP)) && read(STDIN_FILENO, &c, 1) <= 0)
     return STOP_ASKED;
   return GO_ON;
 }
@@ -183,22 +218,22 @@ static int make_one(prep_t *p, const char *name, uint64_t bytes, int *why,
   if (map)
     munmap(map, bytes);
   close(fd);
-  if (rc == FT_OK && *why == GO_ON &&
+  /* Whole, or the host became a node: the rebuild waiting for the lock
+   * takes it as it is (its reservation allocates the rest), rather than
+   * wait for its pages to be freed here and then allocate them again. */
+  if (rc == FT_OK && *why != STOP_ASKED &&
       renameat(p->dir.fd, part, p->dir.fd, name) != 0)
     rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: rename: %s", dir,
                   part, strerror(errno));
-  if (rc || *why != GO_ON)
+  if (rc || *why == STOP_ASKED)
     (void)unlinkat(p->dir.fd, part, 0);
   return rc;
 }
 
 /* Every entry of the locked spare directory, and the directory. */
 static int remove_locked(prep_t *p, char *msg, size_t msglen) {
-  const char *slash = strrchr(p->t->spare, '/');
-  return ft__store_remove_dir(p->parent_fd, slash + 1, p->t->spare, msg,
-                              msglen) == FT_OK
-             ? EXIT_OK
-             : EXIT_ERR;
+  return ft__spare_remove_locked(&p->dir, msg, msglen) == FT_OK ? EXIT_OK
+                                                                : EXIT_ERR;
 }
 
 /* The parent directory (checked as a store is: made where create) and the
@@ -220,8 +255,8 @@ static int open_locked(const tool_t *t, int create, prep_t *p, char *msg,
     rc = ft__store_open_dir(t->cfg.store_root, t->spare, create, &p->dir, msg,
                             msglen);
   int lock = -1;
-  if (rc == FT_OK &&
-      (rc = ft__store_lock(&p->dir, LOCK_WAIT_S, &lock, NULL, 0)) != FT_OK)
+  if (rc == FT_OK && (rc = ft__store_lock(&p->dir, LOCK_WAIT_S, &lock, msg,
+                                          msglen)) == FT_EINUSE)
     ft__msgf(rc, msg, msglen,
              "%s: locked by another ft-spare or a rebuild for %.0f s: it "
              "should have let go long before; see which process holds it "
@@ -343,9 +378,13 @@ static int remove_spare(const tool_t *t, char *msg, size_t msglen) {
     return EXIT_OK;
   if (rc)
     return rc == FT_ECONFIG ? EXIT_REFUSED : EXIT_ERR;
-  int fd = ft__store_openat(&d, STOP_NAME, O_WRONLY | O_CREAT, 0600);
-  if (fd >= 0)
+  int fd = ft__store_openat(&d, STOP_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd >= 0) {
+    char text[32];
+    int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+    (void)ft__write_all(fd, (const uint8_t *)text, (size_t)n);
     close(fd);
+  }
   ft__dir_close(&d);
   prep_t p;
   rc = open_locked(t, 0, &p, msg, msglen);
@@ -359,13 +398,19 @@ static int remove_spare(const tool_t *t, char *msg, size_t msglen) {
 }
 
 static int parse(int argc, char **argv, tool_t *t) {
-  static const struct option opts[] = {
-      FT_STOREOPT_OPTIONS, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  static const struct option opts[] = {FT_STOREOPT_OPTIONS,
+                                       {"until-eof", no_argument, 0, 'e'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int o, src;
   while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
     if ((src = ft__storeopt(o, optarg, "ft-spare", &t->cfg, &t->vnode)) != 1) {
       if (src)
         return src;
+      continue;
+    }
+    if (o == 'e') {
+      t->until_eof = 1;
       continue;
     }
     if (o == 'h') {

@@ -421,47 +421,80 @@ int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
   return rc;
 }
 
+/* Unlink the entries of directory fd but keep (NULL-ended); -1 with
+ * errno at the first that could not be. */
+static int unlink_entries(int fd, const char *const *keep) {
+  int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d) {
+    if (dfd >= 0)
+      close(dfd);
+    return -1;
+  }
+  int rc = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(d))) {
+    int kept = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    for (const char *const *k = keep; !kept && k && *k; k++)
+      kept = strcmp(e->d_name, *k) == 0;
+    if (!kept && unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT)
+      rc = -1;
+  }
+  int err = errno;
+  closedir(d);
+  errno = err;
+  return rc;
+}
+
 int ft__spare_take(const char *root, const char *store_dir, double wait_s,
                    ft__dir_t *spare, int *lock_fd) {
   char path[sizeof(spare->path)];
+  struct stat st;
   *lock_fd = -1;
   ft__dir_init(spare, "");
   if (ft__spare_dir(store_dir, path, sizeof(path)) != FT_OK ||
       ft__store_open_dir(root, path, 0, spare, NULL, 0) != FT_OK)
     return 0;
-  if (ft__store_lock(spare, wait_s, lock_fd, NULL, 0) != FT_OK) {
+  /* Locked once removed (by the one that held the lock): none. */
+  if (ft__store_lock(spare, wait_s, lock_fd, NULL, 0) != FT_OK ||
+      fstat(spare->fd, &st) != 0 || st.st_nlink == 0) {
     ft__dir_close(spare);
+    if (*lock_fd >= 0)
+      close(*lock_fd);
+    *lock_fd = -1;
     return 0;
   }
   /* What a preparation killed midway left (slotN.part), or a removal's
    * request (ft-spare): the whole files alone stay. */
-  int dfd = openat(spare->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-  if (!d && dfd >= 0)
-    close(dfd);
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (strcmp(e->d_name, "slot0") != 0 && strcmp(e->d_name, "slot1") != 0 &&
-        strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-      (void)unlinkat(spare->fd, e->d_name, 0);
-  if (d)
-    closedir(d);
+  static const char *const whole[] = {"slot0", "slot1", NULL};
+  (void)unlink_entries(spare->fd, whole);
   return 1;
 }
 
+int ft__spare_remove_locked(const ft__dir_t *spare, char *msg, size_t msglen) {
+  struct stat here, there;
+  const char *name = strrchr(spare->path, '/');
+  if (unlink_entries(spare->fd, NULL) != 0)
+    return ft__msgf(ft__from_errno(errno), msg, msglen,
+                    "%s: cannot empty it: %s", spare->path, strerror(errno));
+  if (fstat(spare->fd, &here) != 0 || here.st_nlink == 0 || !name)
+    return FT_OK; /* removed already */
+  int pfd = openat(spare->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int rc = FT_OK;
+  /* By name only while the name is still this directory. */
+  if (pfd >= 0 && fstatat(pfd, name + 1, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+      there.st_dev == here.st_dev && there.st_ino == here.st_ino &&
+      unlinkat(pfd, name + 1, AT_REMOVEDIR) != 0 && errno != ENOENT)
+    rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s",
+                  spare->path, strerror(errno));
+  if (pfd >= 0)
+    close(pfd);
+  return rc;
+}
+
 void ft__spare_release(ft__dir_t *spare, int lock_fd) {
-  if (spare->fd >= 0) {
-    char parent[sizeof(spare->path)];
-    snprintf(parent, sizeof(parent), "%s", spare->path);
-    char *slash = strrchr(parent, '/');
-    int pfd = slash
-                  ? openat(spare->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                  : -1;
-    if (pfd >= 0) /* what the rebuild did not take, and the directory */
-      (void)ft__store_remove_dir(pfd, slash + 1, spare->path, NULL, 0);
-    if (pfd >= 0)
-      close(pfd);
-  }
+  if (spare->fd >= 0) /* what the rebuild did not take, and the directory */
+    (void)ft__spare_remove_locked(spare, NULL, 0);
   ft__dir_close(spare);
   if (lock_fd >= 0)
     close(lock_fd);

@@ -242,14 +242,20 @@ int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
  * a preparation to stop (ft-spare stops once store_dir exists).  Whatever
  * is there but whole slot files is removed at once (a preparation killed
  * midway), so that none of it holds memory a slot made anew needs.  1 when
- * taken (*lock_fd holds the lock), 0 when there are none, they are
- * refused, or the lock was not free in time (spare closed): slots are made
- * as without. */
+ * taken (*lock_fd holds the lock), 0 when there are none (also: removed by
+ * whoever held the lock before), they are refused, or the lock was not
+ * free in time (spare closed): slots are made as without, and the files,
+ * if any, stay until ft-spare remove or the node's layout. */
 int ft__spare_take(const char *root, const char *store_dir, double wait_s,
                    ft__dir_t *spare, int *lock_fd);
 /* After the slots are made: what the rebuild did not take is removed, with
  * the directory, and the lock given up.  Nothing when spare is closed. */
 void ft__spare_release(ft__dir_t *spare, int lock_fd);
+/* Every entry of a spare directory its caller holds locked, unlinked
+ * through its descriptor, then the directory, by name only while that name
+ * is still this directory (one put in its place is never touched).  FT_OK
+ * also when it was removed already; msg may be NULL. */
+int ft__spare_remove_locked(const ft__dir_t *spare, char *msg, size_t msglen);
 /* The directory of a spare's prepared slot files beside store directory
  * store_dir (ROOT/JOB, or ROOT/vnodeN/JOB): ROOT/.spare-JOB (a job name
  * never begins with a dot).  FT_ERANGE when it does not fit in len. */

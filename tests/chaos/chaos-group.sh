@@ -31,7 +31,7 @@ ok "fault-free digest $REF"
 # line, then the first step's) each at or after the one before
 S='[0-9]+\.[0-9]{2} s'
 expect_account() {
-  expect_line "$1" "^ft-launch: recovery 1: training resumed $S after the failed job's end: teardown $S, lost hosts $S, regroup $S, relaunch $S, ft_init $S \\(start-up $S, survey $S, rebuild $S, [0-9.]+ MiB\\), until restored $S$" "$2: the recovery's account"
+  expect_line "$1" "^ft-launch: recovery 1: training resumed $S after the failed job's end: teardown $S, lost hosts $S, regroup $S, relaunch $S, ft_init $S \\(start-up $S, survey $S, rebuild $S, [0-9.]+ MiB(, [12] slot\\(s\\) prepared on a spare)?\\), until restored $S$" "$2: the recovery's account"
   expect_line "$1" "^ft-launch: recovery 1: its first step after the restore took $S$" "$2: the first step's"
   expect_no_line "$1" 'ftrt-times' "$2: the lines ft-launch reads are not shown"
   local t=$WORK/$1.times k prev=0 v

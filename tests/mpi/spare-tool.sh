@@ -103,10 +103,27 @@ wait "$remover" || { log_of remove; fail "remove waiting for the lock: exit $?";
 note "a remove during a preparation: asked it to stop, removed once it could"
 
 "$S" prepare $MB || fail "prepare: exit $?"
-: >"$SP/stop"   # a removal asked for (or one that died): nothing is prepared
+echo $$ >"$SP/stop"   # a removal waiting for the lock (this shell is alive)
 "$S" prepare $MB || fail "prepare with a removal pending: exit $?"
 [ ! -e "$SP" ] || fail "a prepare with a removal pending left $SP"
 note "a prepare with a removal pending: it removes instead"
+"$S" prepare $MB || fail "prepare: exit $?"
+true & dead=$!
+wait "$dead"
+echo "$dead" >"$SP/stop"   # a removal killed before it took the lock
+"$S" prepare $((2 * MB)) || fail "prepare with a dead removal's request: exit $?"
+[ "$(ls -A "$SP" | tr '\n' ' ')" = "slot0 slot1 " ] && [ "$(stat -c %s "$SP/slot1")" = $((2 * MB)) ] ||
+  fail "a prepare with a dead removal's request: $(ls -A "$SP")"
+note "a prepare with a dead removal's request: the request dropped, prepared"
+"$S" remove || fail "remove: exit $?"
+
+# --until-eof: a preparation whose input ends (ft-launch ended) stops and
+# removes what it made: here its input is already at its end.
+"$S" --until-eof prepare $MB </dev/null || fail "prepare --until-eof: exit $?"
+[ ! -e "$SP" ] || fail "prepare --until-eof with its input ended left $SP"
+"$S" --until-eof prepare $MB < <(echo) || fail "prepare --until-eof: exit $?"
+[ ! -e "$SP" ] || fail "prepare --until-eof with its input ended left $SP"
+note "prepare --until-eof: input ended, nothing left"
 
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   expect_exit 4 no-room 'no room here for 2 slots' unshare -m sh -c \

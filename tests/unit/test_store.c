@@ -735,6 +735,36 @@ START_TEST(spare_take_locked) {
 }
 END_TEST
 
+/* A slot already in the store is never replaced by a prepared file: it is
+ * made anew as ft__slot_create makes it, and the prepared file stays. */
+START_TEST(create_from_never_replaces) {
+  ft__slot_geom_t g;
+  geom3(&g, 3, 2);
+  ft__slot_t s;
+  create_slot(&s, 0, &g);
+  struct stat st;
+  ck_assert_int_eq(fstat(s.fd, &st), 0);
+  ino_t old = st.st_ino;
+  ft__slot_close(&s);
+  ft__dir_t spare;
+  ft__dir_init(&spare, "");
+  ino_t ino = prepared(&spare, 0, g.seg_bytes);
+  char msg[512] = "";
+  int taken = -1;
+  ck_assert_msg(ft__slot_create_from(&s, &sdir, 0, JOB, &g, &spare, &taken, msg,
+                                     sizeof(msg)) == FT_OK,
+                "%s", msg);
+  ck_assert_int_eq(taken, 0);
+  ck_assert_int_eq(fstat(s.fd, &st), 0);
+  ck_assert_uint_eq(st.st_ino, old);
+  ck_assert(ft__slot_intact(&s));
+  ft__slot_close(&s);
+  ck_assert_int_eq(fstatat(spare.fd, "slot0", &st, 0), 0);
+  ck_assert_uint_eq(st.st_ino, ino);
+  ft__dir_close(&spare);
+}
+END_TEST
+
 START_TEST(spare_dir_names) {
   char out[64];
   ck_assert_int_eq(ft__spare_dir("/dev/shm/ftrt/job-a", out, sizeof(out)),
@@ -2797,6 +2827,7 @@ int main(void) {
   tcase_add_test(tc, create_unemptied_keeps_old);
   tcase_add_test(tc, create_from_prepared);
   tcase_add_test(tc, create_from_refuses_links);
+  tcase_add_test(tc, create_from_never_replaces);
   tcase_add_test(tc, spare_dir_names);
   tcase_add_test(tc, spare_take_locked);
   tcase_add_test(tc, state_names);
