@@ -27,7 +27,7 @@ on_host() { ft-cluster exec --name "$CL" "$@"; }
 # preparation runs beside the held job; 120 s bound a hang, not a speed).
 wait_prepared() {
   local i out
-  for i in $(seq 1200); do
+  for _ in $(seq 1200); do
     out=$(on_host "$1" ft-spare --job "$FT_JOB" show 2>&1)
     [[ $out == *"slot0 "*"slot1 "* ]] && return 0
     sleep 0.1
