@@ -26,7 +26,7 @@ on_host() { ft-cluster exec --name "$CL" "$@"; }
 # wait_prepared HOST: until ft-spare says both files are whole on HOST (the
 # preparation runs beside the held job; 120 s bound a hang, not a speed).
 wait_prepared() {
-  local i out
+  local out
   for _ in $(seq 1200); do
     out=$(on_host "$1" ft-spare --job "$FT_JOB" show 2>&1)
     [[ $out == *"slot0 "*"slot1 "* ]] && return 0
