@@ -318,12 +318,10 @@ static int reserved_next(next_slot_t *n, ft__slot_t *sl, char *msg,
  * still under way stops once the store exists, which it does by now), the
  * rest removed afterwards (ft__spare_release).  spare is closed where
  * there are none, and the slots are made as without. */
-#define SPARE_WAIT_S 10.0
-
 static void open_spare(const ft__restore_t *r, int adopt, ft__dir_t *spare,
                        int *lock_fd) {
-  if (adopt || !ft__spare_take(r->store_root, r->dir.path, SPARE_WAIT_S, spare,
-                               lock_fd)) {
+  if (adopt || !ft__spare_take(r->store_root, r->dir.path, FT_SPARE_WAIT_S,
+                               spare, lock_fd)) {
     ft__dir_init(spare, "");
     *lock_fd = -1;
   }

@@ -1353,13 +1353,15 @@ static int load_tables(smp_t *s) {
 }
 
 /* Files ft-spare prepared on this host when it was a spare, which no
- * rebuild took (it became a node otherwise): the memory they hold is given
- * back.  A preparation under way is left to stop by itself (it does once
- * it sees this store). */
+ * rebuild took (it became a node otherwise, or a rebuild gave up waiting
+ * for them): the memory they hold is given back.  A preparation under way
+ * stops once it sees this store, and is waited for (nothing is waited for
+ * where there is none). */
 static void drop_prepared(const smp_t *s) {
   ft__dir_t spare;
   int lock;
-  if (ft__spare_take(s->c->cfg.store_root, s->c->dir.path, 0, &spare, &lock))
+  if (ft__spare_take(s->c->cfg.store_root, s->c->dir.path, FT_SPARE_WAIT_S,
+                     &spare, &lock))
     ft__spare_release(&spare, lock);
 }
 

@@ -45,6 +45,8 @@ enum {
 /* How long a preparation or a removal waits for the other's lock (each
  * stops within a piece once asked). */
 #define LOCK_WAIT_S 600.0
+/* How long --until-eof waits for the launch's first byte. */
+#define UNTIL_EOF_WAIT_MS 30000
 
 typedef struct tool {
   ft__config_t cfg;
@@ -152,14 +154,27 @@ static int stop_why(const prep_t *p) {
     return STOP_NODE;
   if (asked(p))
     return STOP_ASKED;
-  /* --until-eof: the launch that asked for this preparation has ended (or
-   * been killed): as a removal would ask. */
+  /* --until-eof: the launch that asked for this preparation has ended
+   * (its input was its only writer): as a removal would ask. */
   struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
   char c;
   if (p->t->until_eof && poll(&in, 1, 0) == 1 &&
       (in.revents & (POLLIN | POLLHUP)) && read(STDIN_FILENO, &c, 1) <= 0)
     return STOP_ASKED;
   return GO_ON;
+}
+
+/* --until-eof: the first byte of the input, which says it is passed on
+ * from the launch (a command that gives the remote side no input, such as
+ * ssh -n, would end it at once and no preparation would ever last).  0, or
+ * -1 when it ended first or none came within UNTIL_EOF_WAIT_MS. */
+static int input_open(void) {
+  struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+  char c;
+  return poll(&in, 1, UNTIL_EOF_WAIT_MS) == 1 &&
+                 read(STDIN_FILENO, &c, 1) == 1
+             ? 0
+             : -1;
 }
 
 /* One prepared file: written as NAME.part (sized first, so that a tmpfs
@@ -294,6 +309,12 @@ static int prepare(const tool_t *t, const char *arg) {
             arg);
     return EXIT_USAGE;
   }
+  if (t->until_eof && input_open() != 0)
+    return fail(t, EXIT_ERR,
+                "--until-eof: its standard input ended (or stayed silent) "
+                "before the launch's first byte: the command that reached "
+                "this host passes no input on (ssh -n, srun --input=none?); "
+                "nothing prepared");
   prep_t p;
   int rc = open_locked(t, 1, &p, msg, sizeof(msg));
   if (rc)
@@ -378,12 +399,16 @@ static int remove_spare(const tool_t *t, char *msg, size_t msglen) {
     return EXIT_OK;
   if (rc)
     return rc == FT_ECONFIG ? EXIT_REFUSED : EXIT_ERR;
-  int fd = ft__store_openat(&d, STOP_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  /* Whole when it appears (a preparation reads the pid in it). */
+  int fd =
+      ft__store_openat(&d, STOP_NAME ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd >= 0) {
     char text[32];
     int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-    (void)ft__write_all(fd, (const uint8_t *)text, (size_t)n);
+    int ok = ft__write_all(fd, (const uint8_t *)text, (size_t)n) == 0;
     close(fd);
+    if (ok)
+      (void)renameat(d.fd, STOP_NAME ".tmp", d.fd, STOP_NAME);
   }
   ft__dir_close(&d);
   prep_t p;

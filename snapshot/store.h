@@ -248,6 +248,9 @@ int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
  * if any, stay until ft-spare remove or the node's layout. */
 int ft__spare_take(const char *root, const char *store_dir, double wait_s,
                    ft__dir_t *spare, int *lock_fd);
+/* How long a rebuild or a layout waits for ft-spare to stop (it does
+ * within one FT_PREFAULT_PIECE once the host's store exists). */
+#define FT_SPARE_WAIT_S 10.0
 /* After the slots are made: what the rebuild did not take is removed, with
  * the directory, and the lock given up.  Nothing when spare is closed. */
 void ft__spare_release(ft__dir_t *spare, int lock_fd);

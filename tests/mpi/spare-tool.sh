@@ -117,12 +117,14 @@ echo "$dead" >"$SP/stop"   # a removal killed before it took the lock
 note "a prepare with a dead removal's request: the request dropped, prepared"
 "$S" remove || fail "remove: exit $?"
 
-# --until-eof: a preparation whose input ends (ft-launch ended) stops and
-# removes what it made: here its input is already at its end.
-"$S" --until-eof prepare $MB </dev/null || fail "prepare --until-eof: exit $?"
-[ ! -e "$SP" ] || fail "prepare --until-eof with its input ended left $SP"
+# --until-eof: a preparation whose input ends after its first byte (the
+# launch that holds it open ended) stops and removes what it made; one
+# whose input ends before any byte (a command that passes no input on,
+# ssh -n) is refused: it could never last.
 "$S" --until-eof prepare $MB < <(echo) || fail "prepare --until-eof: exit $?"
 [ ! -e "$SP" ] || fail "prepare --until-eof with its input ended left $SP"
+expect_exit 1 no-input 'passes no input on' "$S" --until-eof prepare $MB </dev/null
+[ ! -e "$SP" ] || fail "prepare --until-eof without input left $SP"
 note "prepare --until-eof: input ended, nothing left"
 
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
