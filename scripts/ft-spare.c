@@ -171,8 +171,7 @@ static int stop_why(const prep_t *p) {
 static int input_open(void) {
   struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
   char c;
-  return poll(&in, 1, UNTIL_EOF_WAIT_MS) == 1 &&
-                 read(STDIN_FILENO, &c, 1) == 1
+  return poll(&in, 1, UNTIL_EOF_WAIT_MS) == 1 && read(STDIN_FILENO, &c, 1) == 1
              ? 0
              : -1;
 }
@@ -184,8 +183,10 @@ static int input_open(void) {
  * machine that hands free memory back to its host, that touch also makes
  * the host back it again; measured: 113 MiB on 2 MiB pages written 10-15 ms
  * after this, 108-251 ms for the first touch itself), renamed to NAME once
- * whole: a file called slotN is never half made.  *why: why it stopped
- * early (the part removed), else GO_ON. */
+ * whole.  *why: why it stopped early, else GO_ON: asked to (the part
+ * removed), or the host became a node (the part renamed all the same: all
+ * zeros and full-sized, for the rebuild waiting for the lock, whose
+ * reservation allocates the rest). */
 static int make_one(prep_t *p, const char *name, uint64_t bytes, int *why,
                     char *msg, size_t msglen) {
   const char *dir = p->t->spare;
@@ -400,8 +401,8 @@ static int remove_spare(const tool_t *t, char *msg, size_t msglen) {
   if (rc)
     return rc == FT_ECONFIG ? EXIT_REFUSED : EXIT_ERR;
   /* Whole when it appears (a preparation reads the pid in it). */
-  int fd =
-      ft__store_openat(&d, STOP_NAME ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int fd = ft__store_openat(&d, STOP_NAME ".tmp", O_WRONLY | O_CREAT | O_TRUNC,
+                            0600);
   if (fd >= 0) {
     char text[32];
     int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
