@@ -312,21 +312,6 @@ static int reserved_next(next_slot_t *n, ft__slot_t *sl, char *msg,
   return n->rc;
 }
 
-/* The slot files ft-spare made on this host while the job ran (its pages
- * allocated and written then, not while the job waits for the rebuild):
- * taken for a spare in a lost node's place (ft__spare_take: a preparation
- * still under way stops once the store exists, which it does by now), the
- * rest removed afterwards (ft__spare_release).  spare is closed where
- * there are none, and the slots are made as without. */
-static void open_spare(const ft__restore_t *r, int adopt, ft__dir_t *spare,
-                       int *lock_fd) {
-  if (adopt || !ft__spare_take(r->store_root, r->dir.path, FT_SPARE_WAIT_S,
-                               spare, lock_fd)) {
-    ft__dir_init(spare, "");
-    *lock_fd = -1;
-  }
-}
-
 /* The slot that receives a lost node's chunks, shaped as the lost node's
  * was: the spare's own slot (and the group table, which the spare keeps
  * as the survivors do), or for an adopted node a data-only slot in the
@@ -363,11 +348,18 @@ static int shape_helper(ft__restore_t *r, const ft__meta_t *m, int node,
   int idx = (int)(r->version % FT_NSLOTS), taken = 0;
   if (rc == FT_OK && sl->map)
     ft__slot_close(sl); /* the survey's mapping of an old slot */
+  /* The slot files ft-spare made on this host while the job ran (their
+   * pages allocated and written then, not while the job waits): taken for
+   * a spare in a lost node's place (a preparation still under way stops
+   * once the store exists, which it does by now), the rest removed
+   * afterwards.  Where there are none, spare stays closed and the slots
+   * are made as without. */
   ft__dir_t spare;
   int spare_lock = -1;
   ft__dir_init(&spare, "");
-  if (rc == FT_OK)
-    open_spare(r, adopt, &spare, &spare_lock);
+  if (rc == FT_OK && !adopt)
+    (void)ft__spare_take(r->store_root, r->dir.path, FT_SPARE_WAIT_S, &spare,
+                         &spare_lock);
   if (rc == FT_OK)
     rc = ft__slot_create_from(sl, dir, idx, r->job, &geom, &spare, &taken, msg,
                               sizeof(msg));

@@ -322,10 +322,11 @@ static int prepare(const tool_t *t, const char *arg) {
     return fail(t, rc, msg);
   int why = stop_why(&p);
   struct stat st;
-  if (why == GO_ON && fstat(p.dir.fd, &st) == 0 && st.st_nlink == 0)
-    why = STOP_NODE; /* a rebuild took the files and removed the directory */
-  if (why == STOP_NODE && fstat(p.dir.fd, &st) == 0 && st.st_nlink > 0 &&
-      !whole_files(&p.dir)) {
+  /* A rebuild took the files and removed the directory meanwhile. */
+  int gone = fstat(p.dir.fd, &st) == 0 && st.st_nlink == 0;
+  if (gone && why == GO_ON)
+    why = STOP_NODE;
+  if (why == STOP_NODE && !gone && !whole_files(&p.dir)) {
     /* A store of the job and nothing prepared for a rebuild to take: a
      * node of the job, not a spare. */
     (void)remove_locked(&p, NULL, 0);

@@ -421,28 +421,32 @@ int ft__slot_create_from(ft__slot_t *s, const ft__dir_t *dir, int idx,
   return rc;
 }
 
-/* Unlink the entries of directory fd but keep (NULL-ended); -1 with
- * errno at the first that could not be. */
-static int unlink_entries(int fd, const char *const *keep) {
+/* Unlink the entries of directory fd (path, for messages) but those named
+ * in keep (NULL-ended; may be NULL).  The first failure, with msg (may be
+ * NULL); the directory stays. */
+static int unlink_entries(int fd, const char *const *keep, const char *path,
+                          char *msg, size_t msglen) {
+  /* A descriptor of its own for the listing: closedir closes it. */
   int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
   if (!d) {
+    int err = errno;
     if (dfd >= 0)
       close(dfd);
-    return -1;
+    return ft__msgf(ft__from_errno(err), msg, msglen, "%s: opendir: %s", path,
+                    strerror(err));
   }
-  int rc = 0;
+  int rc = FT_OK;
   struct dirent *e;
-  while (rc == 0 && (e = readdir(d))) {
+  while (rc == FT_OK && (e = readdir(d))) {
     int kept = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
     for (const char *const *k = keep; !kept && k && *k; k++)
       kept = strcmp(e->d_name, *k) == 0;
     if (!kept && unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT)
-      rc = -1;
+      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: unlink: %s",
+                    path, e->d_name, strerror(errno));
   }
-  int err = errno;
   closedir(d);
-  errno = err;
   return rc;
 }
 
@@ -467,20 +471,19 @@ int ft__spare_take(const char *root, const char *store_dir, double wait_s,
   /* What a preparation killed midway left (slotN.part), or a removal's
    * request (ft-spare): the whole files alone stay. */
   static const char *const whole[] = {"slot0", "slot1", NULL};
-  (void)unlink_entries(spare->fd, whole);
+  (void)unlink_entries(spare->fd, whole, spare->path, NULL, 0);
   return 1;
 }
 
 int ft__spare_remove_locked(const ft__dir_t *spare, char *msg, size_t msglen) {
   struct stat here, there;
   const char *name = strrchr(spare->path, '/');
-  if (unlink_entries(spare->fd, NULL) != 0)
-    return ft__msgf(ft__from_errno(errno), msg, msglen,
-                    "%s: cannot empty it: %s", spare->path, strerror(errno));
+  int rc = unlink_entries(spare->fd, NULL, spare->path, msg, msglen);
+  if (rc)
+    return rc;
   if (fstat(spare->fd, &here) != 0 || here.st_nlink == 0 || !name)
     return FT_OK; /* removed already */
   int pfd = openat(spare->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  int rc = FT_OK;
   /* By name only while the name is still this directory. */
   if (pfd >= 0 && fstatat(pfd, name + 1, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
       there.st_dev == here.st_dev && there.st_ino == here.st_ino &&
@@ -1466,22 +1469,8 @@ int ft__store_remove_dir(int dfd, const char *name, const char *sub,
     return errno == ENOENT ? FT_OK
                            : ft__msgf(ft__from_errno(errno), msg, msglen,
                                       "%s: open: %s", sub, strerror(errno));
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return ft__msgf(ft__from_errno(errno), msg, msglen, "%s: opendir: %s",
-                    sub, strerror(errno));
-  }
-  int rc = FT_OK;
-  struct dirent *e;
-  while (rc == FT_OK && (e = readdir(d))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-      continue;
-    if (unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT)
-      rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s/%s: unlink: %s",
-                    sub, e->d_name, strerror(errno));
-  }
-  closedir(d);
+  int rc = unlink_entries(fd, NULL, sub, msg, msglen);
+  close(fd);
   if (rc == FT_OK && unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
     rc = ft__msgf(ft__from_errno(errno), msg, msglen, "%s: rmdir: %s", sub,
                   strerror(errno));
