@@ -147,11 +147,13 @@ begin "h2 lost at step 8; the spare s1 without room, s2 with room: s2 takes the 
 # place, rather than stopping with exit 5 while a spare with room is left
 # (before: exit 5, s2 never tried).  Run on h3, a host of the job: mpirun's
 # own host gets rank 0, so ft-restore's ranks are not in the hostfile's
-# order, and the spare is found by name.
+# order, and the spare is found by name.  Under --verbose, which changes
+# only what is shown (before: no filter read ft-restore's line naming s1,
+# and ft-launch stopped with exit 5).
 up crecover 4 --spares 2
 export FT_JOB=spare-next
 fill_s1
-FT_HOLD=step=8 LAUNCH_ON=h3 head_launch_bg next --hostfile "$WORK/hostfile" --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10
+FT_HOLD=step=8 LAUNCH_ON=h3 head_launch_bg next --hostfile "$WORK/hostfile" --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10 --verbose
 HOLD_WHEN=step=8
 chaos next kill-node h2
 finish

@@ -157,8 +157,10 @@ reference() {
   [ -n "$REF" ] || die_with "$log" "fault-free run printed no digest"
 }
 
-expect_rc() {  # expect_rc LOG WANT WHAT
+expect_rc() {  # expect_rc LOG WANT WHAT; and no error of our scripts' shell
   [ "$RC" -eq "$2" ] || die_with "$1" "$3: exit $RC, expected $2"
+  ! grep -Eq '/(ft-[a-z]+|lib\.sh): line [0-9]+: ' "$WORK/$1" ||
+    die_with "$1" "$3: a script's shell reported an error: $(grep -Em1 '/(ft-[a-z]+|lib\.sh): line [0-9]+: ' "$WORK/$1")"
 }
 expect_line() {  # expect_line LOG ERE WHAT: LOG has a line matching ERE
   grep -Eq -- "$2" "$WORK/$1" || die_with "$1" "$3: no line matching '$2'"

@@ -115,10 +115,10 @@ unshare --net --mount setpriv --reuid=65534 --regid=65534 --clear-groups \
 FAKE=$!
 BG_PIDS+=("$FAKE")
 for i in $(seq 100); do  # until it runs under its name (bounds a hang)
-  [ "$(tr '\0' ' ' <"/proc/$FAKE/cmdline" 2>/dev/null)" = "ftrt-keeper/$CL/000000/h1 600 " ] && break
+  [ "$(tr '\0' ' ' 2>/dev/null <"/proc/$FAKE/cmdline")" = "ftrt-keeper/$CL/000000/h1 600 " ] && break
   sleep 0.05
 done
-[ "$(tr '\0' ' ' <"/proc/$FAKE/cmdline" 2>/dev/null)" = "ftrt-keeper/$CL/000000/h1 600 " ] ||
+[ "$(tr '\0' ' ' 2>/dev/null <"/proc/$FAKE/cmdline")" = "ftrt-keeper/$CL/000000/h1 600 " ] ||
   fail "the fake keeper did not start (test did not test)"
 "$X" down --name "$CL" >/dev/null || fail "down with another user's process named like a keeper"
 dead "$FAKE" && fail "down killed pid $FAKE, another user's process that only bears a keeper's name"

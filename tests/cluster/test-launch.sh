@@ -98,6 +98,15 @@ grep -qx 'ft-launch: job failed: mpirun exit status 5' "$WORK/quiet.out" ||
 [ $rc -eq 5 ] || { cat "$WORK/verbose.out"; fail "--verbose: exit $rc, expected 5"; }
 grep -q 'Primary job  *terminated normally' "$WORK/verbose.out" && grep -q '^ft-launch: + mpirun ' "$WORK/verbose.out" ||
   { cat "$WORK/verbose.out"; fail "--verbose hides mpirun's banner or its command line"; }
+# Shown as mpirun wrote it (between its lines of dashes), every rank's
+# lines kept, and not summed up again
+[ "$(grep -Ec '^-{74}$' "$WORK/verbose.out")" -ge 2 ] &&
+  ! grep -q '^ft-launch: mpirun said:' "$WORK/verbose.out" ||
+  { cat "$WORK/verbose.out"; fail "--verbose: the banner not as mpirun wrote it, or summed up again"; }
+for r in 0 1 2 3; do
+  grep -qx "out $r" "$WORK/verbose.out" && grep -qx "err $r" "$WORK/verbose.out" ||
+    { cat "$WORK/verbose.out"; fail "--verbose: rank $r's stdout or stderr line is missing"; }
+done
 ok "mpirun's banners hidden (shown with --verbose); every rank's lines and the exit status kept"
 
 # A failed attempt whose banner says why mpirun could not start: one line of it.
