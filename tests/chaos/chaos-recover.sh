@@ -141,28 +141,36 @@ expect_resumed hf 8 8 "after a partition during the rebuild (hostfile)"
 expect_digest hf "after a partition during the rebuild (hostfile)"
 ok "hostfile path: s1 partitioned during the rebuild: its ranks stopped, the watchdog ended mpirun, ft-restore rebuilt onto s2, resumed from step 8, digest matches"
 
-begin "h2 lost at step 8; the spare s1 without room, s2 with room: s2 takes the node (ft-launch --hostfile on h3)"
 # ft-restore names the host whose store had no room (on ft-launch's
 # channel); ft-launch gives that spare up and puts the next one in its
 # place, rather than stopping with exit 5 while a spare with room is left
 # (before: exit 5, s2 never tried).  Run on h3, a host of the job: mpirun's
 # own host gets rank 0, so ft-restore's ranks are not in the hostfile's
-# order, and the spare is found by name.  Under --verbose, which changes
-# only what is shown (before: no filter read ft-restore's line naming s1,
-# and ft-launch stopped with exit 5).
-up crecover 4 --spares 2
-export FT_JOB=spare-next
-fill_s1
-FT_HOLD=step=8 LAUNCH_ON=h3 head_launch_bg next --hostfile "$WORK/hostfile" --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10 --verbose
-HOLD_WHEN=step=8
-chaos next kill-node h2
-finish
-expect_rc next 0 "s1 without room, s2 with room, ft-launch --hostfile --restarts 1 --spares 2 on h3"
-expect_line next '^ft-launch: spare s1 has no room for the store of the node it replaces \(ft-restore exit 5\): given up; s2 takes its place$' "s1 given up for s2"
-expect_line next '^ft-launch: \[.*\] running ft-restore --mode replace on 4 node\(s\): h1 s2 h3 h4$' "ft-restore with s2 in h2's place"
-expect_line next '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "h2's node rebuilt onto s2"
-expect_resumed next 8 8 "s2 in place of s1"
-expect_digest next "s2 in place of s1"
-expect_line next '^ft-launch: \[.*\] done: success after 1 restart\(s\): h2 -> s2$' "the last line names s2"
+# order, and the spare is found by name.  Again under --verbose, which
+# changes only what is shown (before stop 38: no filter read ft-restore's
+# line naming s1, and ft-launch stopped with exit 5).
+spare_next() {  # spare_next LOG [ARGS...]
+  local log=$1; shift
+  up crecover 4 --spares 2
+  export FT_JOB=spare-next
+  fill_s1
+  FT_HOLD=step=8 LAUNCH_ON=h3 head_launch_bg "$log" --hostfile "$WORK/hostfile" --job "$FT_JOB" --restarts 1 --spares 2 --timeout 10 "$@"
+  HOLD_WHEN=step=8
+  chaos "$log" kill-node h2
+  finish
+  expect_rc "$log" 0 "s1 without room, s2 with room, ft-launch --hostfile --restarts 1 --spares 2 $* on h3"
+  expect_line "$log" '^ft-launch: spare s1 has no room for the store of the node it replaces \(ft-restore exit 5\): given up; s2 takes its place$' "s1 given up for s2"
+  expect_line "$log" '^ft-launch: \[.*\] running ft-restore --mode replace on 4 node\(s\): h1 s2 h3 h4$' "ft-restore with s2 in h2's place"
+  expect_line "$log" '^ft-restore: restored version 4 \(step 8\): 1 lost node\(s\)' "h2's node rebuilt onto s2"
+  expect_resumed "$log" 8 8 "s2 in place of s1"
+  expect_digest "$log" "s2 in place of s1"
+  expect_line "$log" '^ft-launch: \[.*\] done: success after 1 restart\(s\): h2 -> s2$' "the last line names s2"
+}
+begin "h2 lost at step 8; the spare s1 without room, s2 with room: s2 takes the node (ft-launch --hostfile on h3)"
+spare_next next
 ok "s1 without room: given up, s2 took h2's node, resumed from step 8, digest matches"
+begin "the same under --verbose"
+spare_next vnext --verbose
+expect_line vnext '^ft-launch: \+ mpirun ' "--verbose: mpirun's command line shown"
+ok "--verbose: s1 given up, s2 took h2's node, resumed from step 8, digest matches"
 echo "PASS: a fault during recovery"

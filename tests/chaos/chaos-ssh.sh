@@ -16,12 +16,12 @@ TRAIN=("$BLD/ft-train-example" --steps "$STEPS" --snapshot-every "$EVERY" --stat
 unset OMPI_MCA_plm_rsh_agent
 export FT_PROBE_TRIES=1   # ssh waits its ConnectTimeout (10 s) for a dead host: once is enough here
 
-ssh_launch_bg() {  # ssh_launch_bg LOG ARGS...: ft-launch ARGS on the head; LPID
+ssh_launch_bg() {  # ssh_launch_bg LOG ARGS...: ft-launch ARGS on the head; LPID, LLOG
   local log=$1; shift
   : >"$WORK/$log"
   timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
     ft-launch "$@" -- "${TRAIN[@]}" >"$WORK/$log" 2>&1 &
-  LPID=$!
+  LPID=$! LLOG=$log
   BG_PIDS+=("$LPID")
 }
 

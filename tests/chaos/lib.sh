@@ -94,11 +94,23 @@ up() {
 # --state-mb); output in $WORK/LOG; RC = its exit status.  A script sets
 # TRAIN_PROGRAM to train with another program (python3 train_gpt.py).
 TRAIN_PROGRAM=(ft-train-example)
+# shell_clean LOG: no error of our scripts' shell in LOG nor in LOG.chaos
+# (bash's "ft-launch: line N: ..."): a command of theirs that failed unseen.
+SHELL_ERROR='(^|/)(ft-[a-z-]+|lib\.sh): line [0-9]+: '
+shell_clean() {
+  local f
+  for f in "$WORK/$1" "$WORK/$1.chaos"; do
+    [ -e "$f" ] || continue
+    ! grep -Eq "$SHELL_ERROR" "$f" ||
+      die_with "$1" "a script's shell reported an error: $(grep -Em1 "$SHELL_ERROR" "$f")"
+  done
+}
 launch() {
   local log=$1 steps=$2; shift 2
   timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
     "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1
   RC=$?
+  shell_clean "$log"
 }
 # launch_bg LOG STEPS [ARGS...]: the same in the background; LPID = its pid.
 launch_bg() {
@@ -106,7 +118,7 @@ launch_bg() {
   : >"$WORK/$log"
   timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
     "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
-  LPID=$!
+  LPID=$! LLOG=$log
   BG_PIDS+=("$LPID")
 }
 # head_launch_bg LOG ARGS...: ft-launch ARGS run on the cluster's head (or
@@ -118,11 +130,12 @@ head_launch_bg() {
   : >"$WORK/$log"
   timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" "${LAUNCH_ON:-head}" \
     ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
-  LPID=$!
+  LPID=$! LLOG=$log
   BG_PIDS+=("$LPID")
 }
-# finish: wait for the background launch; RC = its exit status.
-finish() { wait "$LPID"; RC=$?; }
+# finish: wait for the background launch (LPID, its log LLOG); RC = its
+# exit status.
+finish() { wait "$LPID"; RC=$?; shell_clean "$LLOG"; }
 
 # launch_held LOG STEPS WHEN [ARGS...]: launch_bg with the hold point WHEN
 # armed from the start (FT_HOLD, snapshot/hold.h): the job stops at WHEN
@@ -157,10 +170,9 @@ reference() {
   [ -n "$REF" ] || die_with "$log" "fault-free run printed no digest"
 }
 
-expect_rc() {  # expect_rc LOG WANT WHAT; and no error of our scripts' shell
+expect_rc() {  # expect_rc LOG WANT WHAT
   [ "$RC" -eq "$2" ] || die_with "$1" "$3: exit $RC, expected $2"
-  ! grep -Eq '/(ft-[a-z]+|lib\.sh): line [0-9]+: ' "$WORK/$1" ||
-    die_with "$1" "$3: a script's shell reported an error: $(grep -Em1 '/(ft-[a-z]+|lib\.sh): line [0-9]+: ' "$WORK/$1")"
+  shell_clean "$1"
 }
 expect_line() {  # expect_line LOG ERE WHAT: LOG has a line matching ERE
   grep -Eq -- "$2" "$WORK/$1" || die_with "$1" "$3: no line matching '$2'"

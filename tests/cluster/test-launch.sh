@@ -132,6 +132,20 @@ wait_pid "$BG" 120 || fail "ft-launch still runs after the program was let go"
   { cat "$WORK/live.out"; fail "rank 1's stderr lines out of order"; }
 ok "the program's stderr comes through at once and in order"
 
+# Under --verbose nothing is held back, not even inside what looks like one
+# of mpirun's banners (a line of 74 dashes opens one): rank 1's line after
+# such a line is seen while it still waits.
+D=$(printf '%74s' '' | tr ' ' -)
+run_bg vlive "$L" --verbose --ppn 1 -- sh -c \
+  'r=$OMPI_COMM_WORLD_RANK; [ "$r" != 1 ] || echo "$1" >&2; echo "vlive $r" >&2; i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; [ "$r" != 1 ] || echo "$1" >&2' \
+  "$WORK/vgo" "$D"
+wait_for "$WORK/vlive.out" '^vlive 1$' 60 "$BG"
+touch "$WORK/vgo"
+wait_pid "$BG" 120 || fail "ft-launch --verbose still runs after the program was let go"
+[ "$RC" -eq 0 ] && [ "$(grep -c -- "^$D\$" "$WORK/vlive.out")" -eq 2 ] ||
+  { cat "$WORK/vlive.out"; fail "--verbose: exit $RC, or the lines of dashes not both shown"; }
+ok "--verbose: the program's lines come through at once, inside a banner's dashes too"
+
 # The restart loop says what it does, with times: ft-restore's own lines stay.
 FT_STORE_ROOT=$WORK/store "$L" --restarts 1 --job none -- false >"$WORK/rs.out" 2>&1
 for pat in '^ft-launch: \[\+[0-9]+\.[0-9]s\] running ft-restore --mode replace on 1 node\(s\)' \
