@@ -299,9 +299,10 @@ int ft__codec_decode(const ft__codec_t *c, size_t len, uint8_t *const *chunks,
   return FT_OK;
 }
 
-int ft__codec_decode_update(const ft__codec_t *c, size_t len,
-                            const int *erased, int nerased, int r, int s,
-                            const uint8_t *data, uint8_t *acc) {
+/* acc = (first) or ^= the term of source s in the rebuild of erased[r]. */
+static int decode_term(const ft__codec_t *c, size_t len, const int *erased,
+                       int nerased, int r, int s, const uint8_t *data,
+                       uint8_t *acc, int first) {
   int rc;
   if (!c || (len > 0 && (!data || !acc)))
     return FT_EINVAL;
@@ -318,6 +319,22 @@ int ft__codec_decode_update(const ft__codec_t *c, size_t len,
     return rc;
   /* The tables of row r, k * TBL_BYTES long (ISA-L's layout, row by row). */
   unsigned char *row = c->dec->tbls + (size_t)r * (size_t)c->k * TBL_BYTES;
-  mad_pieces(c->piece, len, c->k, s, 1, row, (unsigned char *)data, &acc);
+  unsigned char *src = (unsigned char *)data;
+  if (first) /* one source, one output: its coefficient's table alone */
+    dot_pieces(c->piece, len, 1, 1, row + (size_t)s * TBL_BYTES, &src, &acc);
+  else
+    mad_pieces(c->piece, len, c->k, s, 1, row, src, &acc);
   return FT_OK;
+}
+
+int ft__codec_decode_update(const ft__codec_t *c, size_t len, const int *erased,
+                            int nerased, int r, int s, const uint8_t *data,
+                            uint8_t *acc) {
+  return decode_term(c, len, erased, nerased, r, s, data, acc, 0);
+}
+
+int ft__codec_decode_first(const ft__codec_t *c, size_t len, const int *erased,
+                           int nerased, int r, int s, const uint8_t *data,
+                           uint8_t *acc) {
+  return decode_term(c, len, erased, nerased, r, s, data, acc, 1);
 }

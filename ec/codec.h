@@ -103,4 +103,11 @@ int ft__codec_decode_update(const ft__codec_t *c, size_t len,
                             const int *erased, int nerased, int r, int s,
                             const uint8_t *data, uint8_t *acc);
 
+/* The same for the first term of the sum: acc = the term of source s (acc's
+ * bytes before are never read, so it needs no zeroing).  Checks and errors
+ * as ft__codec_decode_update. */
+int ft__codec_decode_first(const ft__codec_t *c, size_t len, const int *erased,
+                           int nerased, int r, int s, const uint8_t *data,
+                           uint8_t *acc);
+
 #endif

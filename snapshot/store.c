@@ -527,9 +527,17 @@ void ft__slot_prefault_paced(ft__slot_t *s, void (*between)(void *),
   }
 }
 
-void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len) {
+static void prefault_in(ft__slot_t *s, uint64_t off, uint64_t len, int write) {
   if (s->prefault_ok && off <= s->map_bytes && len <= s->map_bytes - off)
-    ft__prefault(s->map + off, len, 1);
+    ft__prefault(s->map + off, len, write);
+}
+
+void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len) {
+  prefault_in(s, off, len, 1);
+}
+
+void ft__slot_prefault_made(ft__slot_t *s, uint64_t off, uint64_t len) {
+  prefault_in(s, off, len, 0);
 }
 
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,

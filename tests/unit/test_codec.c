@@ -218,7 +218,8 @@ static void encode_checked(const ft__codec_t *c, cs_t *s) {
  * chunks are also compared with the reference decoder. */
 /* The decode spread over the sources (ft__codec_decode_update): each
  * erased chunk summed from the k sources' terms, last source first, equals
- * the original. */
+ * the original; and the same from an acc of stale bytes whose first term
+ * is ft__codec_decode_first's (as a chain's first link sums). */
 static void chain_checked(const ft__codec_t *c, const cs_t *orig,
                           const int *erased, int ne) {
   int src[MAXN], ns = 0, gone[MAXN] = {0};
@@ -236,6 +237,16 @@ static void chain_checked(const ft__codec_t *c, const cs_t *orig,
                        FT_OK);
     ck_assert_msg(!orig->len || !memcmp(acc, orig->c[erased[r]], orig->len),
                   "%d+%d len %zu: erased %d not rebuilt by the chain",
+                  orig->k, orig->m, orig->len, erased[r]);
+    memset(acc, 0x5a ^ r, orig->len);
+    for (int s = ns - 1; s >= 0; s--)
+      ck_assert_int_eq(
+          (s == ns - 1 ? ft__codec_decode_first : ft__codec_decode_update)(
+              c, orig->len, erased, ne, r, s, orig->c[src[s]], acc),
+          FT_OK);
+    ck_assert_msg(!orig->len || !memcmp(acc, orig->c[erased[r]], orig->len),
+                  "%d+%d len %zu: erased %d not rebuilt by a chain whose "
+                  "first term is set",
                   orig->k, orig->m, orig->len, erased[r]);
   }
   free(acc);
@@ -653,6 +664,15 @@ START_TEST(bad_arguments) {
   ck_assert_int_eq(ft__codec_decode_update(c, 100, four, 3, 0, 0, w.c[4],
                                            w.c[5]),
                    FT_ETOOMANY);
+  for (int t = 0; t < 4; t++)
+    ck_assert_int_eq(ft__codec_decode_first(c, 100, ok, 2, rs[t][0], rs[t][1],
+                                            w.c[0], w.c[1]),
+                     FT_EINVAL);
+  ck_assert_int_eq(ft__codec_decode_first(c, 100, ok, 2, 0, 0, NULL, w.c[1]),
+                   FT_EINVAL);
+  ck_assert_int_eq(
+      ft__codec_decode_first(c, 100, four, 3, 0, 0, w.c[4], w.c[5]),
+      FT_ETOOMANY);
   ck_assert(cs_equal(&w, &o));
   cs_free(&w);
   cs_free(&o);

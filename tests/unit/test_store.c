@@ -309,6 +309,23 @@ static size_t pages_present(const ft__slot_t *s, uint64_t off, uint64_t len) {
 
 static void count_call(void *arg) { ++*(int *)arg; }
 
+/* Pages of [off, off + len) of s's mapping that this process's page tables
+ * map (/proc/self/pagemap's present bit), as opposed to the file's pages
+ * that exist (pages_present). */
+static size_t pages_mapped(const ft__slot_t *s, uint64_t off, uint64_t len) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), k = 0;
+  int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  uintptr_t first = ((uintptr_t)s->map + off) / page;
+  for (size_t i = 0; i < (len + page - 1) / page; i++) {
+    uint64_t e = 0;
+    ck_assert_int_eq(pread(fd, &e, sizeof(e), (off_t)((first + i) * 8)), 8);
+    k += (size_t)(e >> 63);
+  }
+  close(fd);
+  return k;
+}
+
 /* The file at path is gone. */
 static void ck_gone(const char *path) {
   struct stat st;
@@ -427,6 +444,54 @@ START_TEST(prefault_ranges) {
   ck_assert_int_eq(calls, 2);
   ck_assert_uint_eq(pages_present(&s, 0, s.map_bytes),
                     (s.map_bytes + page - 1) / page);
+  ck_assert(ft__slot_intact(&s));
+  ft__slot_close(&s);
+  ft__dir_close(&d);
+  rm_tree(shm);
+}
+END_TEST
+
+/* ft__slot_prefault_made: a slot whose pages were written before (as
+ * ft-spare prepares them), opened anew, gets them mapped by the call, its
+ * bytes unchanged; out of range: nothing. */
+START_TEST(prefault_made_maps) {
+  char shm[] = "/dev/shm/ftrt-prefault-XXXXXX", msg[512] = "";
+  struct statfs fs;
+  if (statfs("/dev/shm", &fs) != 0 || fs.f_type != 0x01021994 /* tmpfs */ ||
+      !mkdtemp(shm))
+    return; /* no tmpfs at /dev/shm here */
+  ft__dir_t d;
+  ck_assert_msg(ft__dir_open(&d, shm, msg, sizeof(msg)) == FT_OK, "%s", msg);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uint64_t b[1] = {256 * page};
+  ft__slot_geom_t g;
+  ck_assert_int_eq(ft__slot_geom_local(&g, 1, b), FT_OK);
+  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  ft__slot_t s;
+  ck_assert_msg(ft__slot_create(&s, &d, 0, JOB, &g, msg, sizeof(msg)) == FT_OK,
+                "%s", msg);
+  /* pages well past the header's: its read at the open maps some around it */
+  uint64_t off = s.hdr->rank_off[0] + 64 * page, len = 128 * page;
+  for (uint64_t i = 0; i < len; i++)
+    s.map[off + i] = (uint8_t)(i * 7 + 1);
+  ft__slot_close(&s);
+  ck_assert_msg(ft__slot_open(&s, &d, 0, JOB, msg, sizeof(msg)) == FT_OK, "%s",
+                msg);
+  if (!s.prefault_ok || !kernel_populates() || pages_mapped(&s, off, len)) {
+    fprintf(stderr, "prefault_made_maps: pages mapped before the call, or no "
+                    "MADV_POPULATE_READ here: nothing to tell\n");
+    ft__slot_close(&s);
+    ft__dir_close(&d);
+    rm_tree(shm);
+    return;
+  }
+  ft__slot_prefault_made(&s, s.map_bytes, page); /* out of range */
+  ft__slot_prefault_made(&s, page, s.map_bytes);
+  ck_assert_uint_eq(pages_mapped(&s, off, len), 0);
+  ft__slot_prefault_made(&s, off, len);
+  ck_assert_uint_ge(pages_mapped(&s, off, len), len / page);
+  for (uint64_t i = 0; i < len; i++)
+    ck_assert_uint_eq(s.map[off + i], (uint8_t)(i * 7 + 1));
   ck_assert(ft__slot_intact(&s));
   ft__slot_close(&s);
   ft__dir_close(&d);
@@ -2822,6 +2887,7 @@ int main(void) {
   tcase_add_test(tc, geom_code_layout);
   tcase_add_test(tc, geom_refusals);
   tcase_add_test(tc, prefault_ranges);
+  tcase_add_test(tc, prefault_made_maps);
   tcase_add_test(tc, create_reserves);
   tcase_add_test(tc, create_unsized_leaves_nothing);
   tcase_add_test(tc, create_unemptied_keeps_old);
