@@ -60,7 +60,7 @@ void ft__prefault_user(void *p, size_t len) {
 #define FT_TMPFS_MAGIC 0x01021994
 #define FT_RAMFS_MAGIC 0x858458f6
 
-int ft__prefault_fd_safe(int fd) {
+int ft__fd_in_ram(int fd) {
   struct statfs f;
   int saved = errno, ram = 0;
   if (fstatfs(fd, &f) == 0) {
@@ -68,5 +68,9 @@ int ft__prefault_fd_safe(int fd) {
     ram = type == FT_TMPFS_MAGIC || type == FT_RAMFS_MAGIC;
   }
   errno = saved;
-  return ram || populate_gives_up();
+  return ram;
+}
+
+int ft__prefault_fd_safe(int fd) {
+  return ft__fd_in_ram(fd) || populate_gives_up();
 }

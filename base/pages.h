@@ -33,4 +33,7 @@ void ft__prefault_user(void *p, size_t len);
  * older kernel, then faults page by page as it did. */
 int ft__prefault_fd_safe(int fd);
 
+/* Whether file fd lives in RAM (tmpfs, ramfs). */
+int ft__fd_in_ram(int fd);
+
 #endif

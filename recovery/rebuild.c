@@ -284,6 +284,8 @@ typedef struct next_slot {
  * page costs about a microsecond (341 MiB took 90-120 ms on one thread of
  * the 2-vCPU VM of stop 38, 38-44 ms on two). */
 #define PREFAULT_THREADS 4
+#define PREFAULT_ALIGN (2u << 20)
+#define PREFAULT_MIN_PART (16u << 20)
 
 typedef struct prefault_part {
   ft__slot_t *sl;
@@ -306,10 +308,12 @@ static void prefault_spread(ft__slot_t *sl, int made) {
   cpu_set_t set;
   int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   n = n > PREFAULT_THREADS ? PREFAULT_THREADS : n < 1 ? 1 : n;
-  if (!sl->prefault_ok || sl->map_bytes < (uint64_t)n * FT_PREFAULT_PIECE)
+  if ((uint64_t)n > sl->map_bytes / PREFAULT_MIN_PART) /* a thread is worth */
+    n = (int)(sl->map_bytes / PREFAULT_MIN_PART);      /* 16 MiB at least */
+  if (!sl->prefault_ok || n < 1)
     n = 1;
-  uint64_t per = sl->map_bytes / (uint64_t)n / FT_PREFAULT_PIECE *
-                 FT_PREFAULT_PIECE; /* whole pieces, the last takes the rest */
+  /* Parts of whole 2 MiB (a huge page), the last taking the rest */
+  uint64_t per = sl->map_bytes / (uint64_t)n / PREFAULT_ALIGN * PREFAULT_ALIGN;
   prefault_part_t part[PREFAULT_THREADS];
   for (int i = 0; i < n; i++) {
     part[i] = (prefault_part_t){

@@ -537,7 +537,9 @@ void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len) {
 }
 
 void ft__slot_prefault_made(ft__slot_t *s, uint64_t off, uint64_t len) {
-  prefault_in(s, off, len, 0);
+  /* A disk file system's shared mapping is mapped read-only by a read (its
+   * writes must be noticed): each write would fault again. */
+  prefault_in(s, off, len, !ft__fd_in_ram(s->fd));
 }
 
 int ft__slot_open(ft__slot_t *s, const ft__dir_t *dir, int idx,

@@ -279,13 +279,14 @@ void ft__slot_prefault_paced(ft__slot_t *s, void (*between)(void *), void *arg);
  * before its first copy into its region). */
 void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len);
 /* The same for a range whose pages the file already holds, written once
- * (a slot file ft-spare prepared): mapped as a read would map them, many a
- * fault (the kernel maps the pages around a read fault that are already
- * there; on tmpfs writable, as its mappings need no write notice), where a
- * write fault maps one page.  Stop 38's VM, 341 MiB prepared: 36-46 ms
- * against 78-95 ms, no fault on the writes after.  A page the file lacks
- * is made as a read makes it (for fresh pages ft__slot_prefault_range is
- * the faster). */
+ * (a slot file ft-spare prepared): on tmpfs (or ramfs) mapped as a read
+ * would map them, many a fault (the kernel maps the pages around a read
+ * fault that are there and written; writable, as such a mapping needs no
+ * write notice), where a write fault maps one page.  Stop 38's VM, 341 MiB
+ * prepared: 36-46 ms against 78-95 ms, no fault on the writes after.  A
+ * page never written (only reserved, or beyond what was prepared) costs a
+ * fault as before; elsewhere (a disk file system) it is
+ * ft__slot_prefault_range. */
 void ft__slot_prefault_made(ft__slot_t *s, uint64_t off, uint64_t len);
 
 /* Open and validate an existing slot.  FT_ENOENT when it does not exist.

@@ -238,16 +238,20 @@ static void chain_checked(const ft__codec_t *c, const cs_t *orig,
     ck_assert_msg(!orig->len || !memcmp(acc, orig->c[erased[r]], orig->len),
                   "%d+%d len %zu: erased %d not rebuilt by the chain",
                   orig->k, orig->m, orig->len, erased[r]);
-    memset(acc, 0x5a ^ r, orig->len);
-    for (int s = ns - 1; s >= 0; s--)
-      ck_assert_int_eq(
-          (s == ns - 1 ? ft__codec_decode_first : ft__codec_decode_update)(
-              c, orig->len, erased, ne, r, s, orig->c[src[s]], acc),
-          FT_OK);
-    ck_assert_msg(!orig->len || !memcmp(acc, orig->c[erased[r]], orig->len),
-                  "%d+%d len %zu: erased %d not rebuilt by a chain whose "
-                  "first term is set",
-                  orig->k, orig->m, orig->len, erased[r]);
+    for (int f = 0; f < ns; f++) { /* each source as the chain's first */
+      memset(acc, 0x5a ^ r ^ f, orig->len);
+      for (int i = 0; i < ns; i++) {
+        int s = (f + i) % ns;
+        ck_assert_int_eq(
+            (i == 0 ? ft__codec_decode_first : ft__codec_decode_update)(
+                c, orig->len, erased, ne, r, s, orig->c[src[s]], acc),
+            FT_OK);
+      }
+      ck_assert_msg(!orig->len || !memcmp(acc, orig->c[erased[r]], orig->len),
+                    "%d+%d len %zu: erased %d not rebuilt by a chain whose "
+                    "first term (source %d) is set",
+                    orig->k, orig->m, orig->len, erased[r], f);
+    }
   }
   free(acc);
 }
