@@ -21,8 +21,11 @@ ssh_launch_bg() {  # ssh_launch_bg LOG ARGS...: ft-launch ARGS on the head; LPID
   : >"$WORK/$log"
   timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
     ft-launch "$@" -- "${TRAIN[@]}" >"$WORK/$log" 2>&1 &
+  # shellcheck disable=SC2034  # LLOG: read by finish (lib.sh)
   LPID=$! LLOG=$log
-  BG_PIDS+=("$LPID")
+  hang_watch "$log" "$LPID" &
+  HWPID=$!
+  BG_PIDS+=("$LPID" "$HWPID")
 }
 
 up cssh 4 --spares 1 --sshd

@@ -37,7 +37,10 @@ elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
 CASE_T=$T_START
 begin() { CASE_T=$(date +%s.%N); echo "# $*"; }
 ok() { printf 'ok %5.1fs (case %5.1fs)  %s\n' "$(elapsed "$T_START")" "$(elapsed "$CASE_T")" "$*"; }
-show() { echo "--- $WORK/$1:"; grep -v '^step [0-9]* loss' "$WORK/$1" | tail -n "${2:-60}"; }
+show() {
+  echo "--- $WORK/$1:"; grep -v '^step [0-9]* loss' "$WORK/$1" | tail -n "${2:-60}"
+  [ ! -s "$WORK/$1.hang" ] || { echo "--- $WORK/$1.hang:"; cat "$WORK/$1.hang"; }
+}
 die_with() { show "$1"; fail "$2"; }   # die_with LOG MESSAGE
 
 need_cluster() {
@@ -105,11 +108,30 @@ shell_clean() {
       die_with "$1" "a script's shell reported an error: $(grep -Em1 "$SHELL_ERROR" "$f")"
   done
 }
+# hang_watch LOG PID (in the background): should PID, a launch, still run
+# 5 s before LIMIT ends it, what every process is doing then and the
+# banners mpirun wrote (ft-launch removes them when it ends) are kept in
+# LOG.hang, which show prints: a diagnosis of a hang, no part of a verdict.
+hang_watch() {
+  local i f
+  for ((i = 5; i < LIMIT; i++)); do
+    kill -0 "$2" 2>/dev/null || return 0
+    sleep 1
+  done
+  { ps -eo pid,ppid,stat,wchan:32,etime,args
+    for f in "${TMPDIR:-/tmp}"/ft-launch.*/hidden; do
+      [ -s "$f" ] && { echo "== $f"; cat "$f"; }
+    done; } >"$WORK/$1.hang" 2>&1
+}
 launch() {
-  local log=$1 steps=$2; shift 2
+  local log=$1 steps=$2 hw; shift 2
   timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
-    "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1
-  RC=$?
+    "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
+  RC=$!
+  hang_watch "$log" "$RC" &
+  hw=$!
+  wait "$RC"; RC=$?
+  kill "$hw" 2>/dev/null; wait "$hw" 2>/dev/null
   shell_clean "$log"
 }
 # launch_bg LOG STEPS [ARGS...]: the same in the background; LPID = its pid.
@@ -119,7 +141,9 @@ launch_bg() {
   timeout -s TERM "$LIMIT" ft-launch --cluster="$CL" "$@" -- \
     "${TRAIN_PROGRAM[@]}" --steps "$steps" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
   LPID=$! LLOG=$log
-  BG_PIDS+=("$LPID")
+  hang_watch "$log" "$LPID" &
+  HWPID=$!
+  BG_PIDS+=("$LPID" "$HWPID")
 }
 # head_launch_bg LOG ARGS...: ft-launch ARGS run on the cluster's head (or
 # on host $LAUNCH_ON), as on a real cluster (not --cluster: it knows
@@ -131,11 +155,18 @@ head_launch_bg() {
   timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" "${LAUNCH_ON:-head}" \
     ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
   LPID=$! LLOG=$log
-  BG_PIDS+=("$LPID")
+  hang_watch "$log" "$LPID" &
+  HWPID=$!
+  BG_PIDS+=("$LPID" "$HWPID")
 }
 # finish: wait for the background launch (LPID, its log LLOG); RC = its
 # exit status.
-finish() { wait "$LPID"; RC=$?; shell_clean "$LLOG"; }
+finish() {
+  wait "$LPID"; RC=$?
+  [ -z "${HWPID:-}" ] || { kill "$HWPID" 2>/dev/null; wait "$HWPID" 2>/dev/null; }
+  HWPID=
+  shell_clean "$LLOG"
+}
 
 # launch_held LOG STEPS WHEN [ARGS...]: launch_bg with the hold point WHEN
 # armed from the start (FT_HOLD, snapshot/hold.h): the job stops at WHEN
