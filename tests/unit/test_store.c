@@ -309,6 +309,22 @@ static size_t pages_present(const ft__slot_t *s, uint64_t off, uint64_t len) {
 
 static void count_call(void *arg) { ++*(int *)arg; }
 
+/* The geometry of a slot of one rank of `bytes` and no parity. */
+static void one_rank_geom(ft__slot_geom_t *g, uint64_t bytes) {
+  const uint64_t b[1] = {bytes};
+  ck_assert_int_eq(ft__slot_geom_local(g, 1, b), FT_OK);
+  ck_assert_int_eq(ft__slot_geom_code(g, 1, 0, g->local_bytes), FT_OK);
+}
+
+/* A new directory from tmpl ("/dev/shm/...XXXXXX") when /dev/shm is a
+ * tmpfs, as a store is (a disk file system's read-ahead would bring pages
+ * in around the ones asked for); 0: none here. */
+static int tmpfs_dir(char *tmpl) {
+  struct statfs fs;
+  return statfs("/dev/shm", &fs) == 0 && fs.f_type == 0x01021994 /* tmpfs */ &&
+         mkdtemp(tmpl) != NULL;
+}
+
 /* Pages of [off, off + len) of s's mapping that this process's page tables
  * map (/proc/self/pagemap's present bit), as opposed to the file's pages
  * that exist (pages_present). */
@@ -389,9 +405,7 @@ START_TEST(prefault_ranges) {
    * pages in around the header's. */
   char shm[] = "/dev/shm/ftrt-prefault-XXXXXX", msg[512] = "";
   ft__dir_t d;
-  struct statfs fs;
-  if (statfs("/dev/shm", &fs) != 0 || fs.f_type != 0x01021994 /* tmpfs */ ||
-      !mkdtemp(shm))
+  if (!tmpfs_dir(shm))
     return; /* no tmpfs at /dev/shm here */
   ck_assert_msg(ft__dir_open(&d, shm, msg, sizeof(msg)) == FT_OK, "%s", msg);
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -434,9 +448,7 @@ START_TEST(prefault_ranges) {
 
   /* Paced (an SMP's heartbeats between pieces): a slot of a piece and a
    * bit, faulted in whole, with a call between after each of its 2 pieces */
-  const uint64_t big[1] = {FT_PREFAULT_PIECE + 5 * page};
-  ck_assert_int_eq(ft__slot_geom_local(&g, 1, big), FT_OK);
-  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  one_rank_geom(&g, FT_PREFAULT_PIECE + 5 * page);
   ck_assert_msg(ft__slot_create(&s, &d, 1, JOB, &g, msg, sizeof(msg)) == FT_OK,
                 "%s", msg);
   int calls = 0;
@@ -456,17 +468,13 @@ END_TEST
  * bytes unchanged; out of range: nothing. */
 START_TEST(prefault_made_maps) {
   char shm[] = "/dev/shm/ftrt-prefault-XXXXXX", msg[512] = "";
-  struct statfs fs;
-  if (statfs("/dev/shm", &fs) != 0 || fs.f_type != 0x01021994 /* tmpfs */ ||
-      !mkdtemp(shm))
+  if (!tmpfs_dir(shm))
     return; /* no tmpfs at /dev/shm here */
   ft__dir_t d;
   ck_assert_msg(ft__dir_open(&d, shm, msg, sizeof(msg)) == FT_OK, "%s", msg);
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const uint64_t b[1] = {256 * page};
   ft__slot_geom_t g;
-  ck_assert_int_eq(ft__slot_geom_local(&g, 1, b), FT_OK);
-  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  one_rank_geom(&g, 256 * page);
   ft__slot_t s;
   ck_assert_msg(ft__slot_create(&s, &d, 0, JOB, &g, msg, sizeof(msg)) == FT_OK,
                 "%s", msg);
@@ -508,10 +516,8 @@ START_TEST(create_reserves) {
   ft__dir_t d;
   ck_assert_msg(ft__dir_open(&d, dir, msg, sizeof(msg)) == FT_OK, "%s", msg);
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const uint64_t big[1] = {FT_PREFAULT_PIECE + 5 * page};
   ft__slot_geom_t g;
-  ck_assert_int_eq(ft__slot_geom_local(&g, 1, big), FT_OK);
-  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  one_rank_geom(&g, FT_PREFAULT_PIECE + 5 * page);
   ft__slot_t s;
   int calls = 0;
   ck_assert_msg(ft__slot_create_paced(&s, &d, 0, JOB, &g, count_call, &calls,
@@ -540,10 +546,8 @@ START_TEST(create_unsized_leaves_nothing) {
   ft__dir_t d;
   ck_assert_msg(ft__dir_open(&d, dir, msg, sizeof(msg)) == FT_OK, "%s", msg);
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const uint64_t big[1] = {64 * page};
   ft__slot_geom_t g;
-  ck_assert_int_eq(ft__slot_geom_local(&g, 1, big), FT_OK);
-  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  one_rank_geom(&g, 64 * page);
   struct rlimit old, lim;
   ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
   lim = old;
@@ -603,10 +607,8 @@ START_TEST(create_unemptied_keeps_old) {
   ck_assert_ptr_nonnull(f);
   ck_assert_int_gt(fputs("an older slot", f), 0);
   ck_assert_int_eq(fclose(f), 0);
-  const uint64_t b[1] = {4096};
   ft__slot_geom_t g;
-  ck_assert_int_eq(ft__slot_geom_local(&g, 1, b), FT_OK);
-  ck_assert_int_eq(ft__slot_geom_code(&g, 1, 0, g.local_bytes), FT_OK);
+  one_rank_geom(&g, 4096);
   if (!deny_truncate()) { /* no Landlock here: nothing to check */
     fprintf(stderr, "create_unemptied_keeps_old: skipped (no Landlock "
                     "truncate right, or Check does not fork)\n");
