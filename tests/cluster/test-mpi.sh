@@ -47,6 +47,27 @@ want="env h1 0 envj 1+1 9 x$$;env h1 1 envj 1+1 9 x$$;env h2 2 envj 1+1 9 x$$;en
 [ "$got" = "$want" ] || { cat "$WORK/env.out"; fail "ranks saw: $got"; }
 ok "--nodes 2 picks h1 h2 (also with OMPI_MCA_plm=isolated); FT_JOB, FT_EC_K/M, FT_TIMEOUT and other FT_* reach every rank"
 
+# A BTL of the user's (--mpirun-arg, or OMPI_MCA_btl) replaces ft-launch's
+# tcp,vader,self: mpirun refuses a parameter given twice, and its command
+# line would override the variable.
+timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job btlj \
+  --mpirun-arg --mca --mpirun-arg btl --mpirun-arg tcp,self -- "$MPI_NODES" --mb 1 \
+  --expect-nodes 2 --expect-ppn 2 >"$WORK/btl.out" 2>&1 ||
+  { cat "$WORK/btl.out"; fail "ft-launch --cluster --mpirun-arg --mca btl tcp,self"; }
+grep -q '^mpi_nodes: allreduce of 1 MB ok$' "$WORK/btl.out" || { cat "$WORK/btl.out"; fail "btl tcp,self: no allreduce"; }
+for how in arg env; do
+  if [ $how = arg ]; then
+    out=$("$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg tcp,self -- prog)
+  else
+    out=$(OMPI_MCA_btl=tcp,self "$FT_LAUNCH" --cluster --dry-run -- prog)
+  fi || fail "--dry-run with a btl of the user's ($how)"
+  n=$(tr -d '\\' <<<"$out" | grep -o -- '--mca btl [^ ]*' | tr '\n' ';')  # %q quoting off
+  want='--mca btl tcp,self;'
+  [ $how = arg ] || want=
+  [ "$n" = "$want" ] || { echo "$out"; fail "btl of the user's by $how: mpirun gets '$n', wants '$want'"; }
+done
+ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's; the job runs with it"
+
 [ -z "$(pids_in $(ns_inodes "$(keeper_of h1)") | grep -vx "$(keeper_of h1)")" ] ||
   fail "processes left on h1 after the jobs"
 ok "no process of the jobs left on the hosts"
