@@ -1,13 +1,14 @@
 /*
  * ft_init and ft_finalize: roles and communicators (docs/design.md section 3).
  *
- * MPI_COMM_WORLD is split by node (MPI_COMM_TYPE_SHARED, or fixed-size
+ * MPI_COMM_WORLD is split by node (the ranks of one host, or fixed-size
  * groups of consecutive ranks when FT_VIRTUAL_NODE_RANKS asks for virtual
  * nodes on one host).  The first rank of each node becomes its SMP and never
  * returns; the others get app_comm.  Every step that can fail is followed by
  * an agreement over MPI_COMM_WORLD, so every rank returns the same status and
  * no rank is left waiting in a collective that the others abandoned.
  */
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,18 +37,76 @@ static int start_mpi(ft_ctx_t *c, int *argc, char ***argv) {
   return FT_OK;
 }
 
+/* What makes ranks one node: the host's name and its kernel's boot id
+ * (two machines may both be called "localhost"; the hosts of ft-cluster
+ * share a kernel and differ by name).  Zeroed first: compared as bytes. */
+typedef struct node_key {
+  char host[HOST_NAME_MAX + 1];
+  char boot[40];
+} node_key_t;
+
+static void node_key_of(node_key_t *k) {
+  memset(k, 0, sizeof(*k));
+  gethostname(k->host, sizeof(k->host) - 1);
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, k->boot, sizeof(k->boot) - 1);
+    (void)n; /* nothing read: the name alone, alike on every rank there */
+    close(fd);
+  }
+}
+
+/* node_comm: the ranks of this host, each rank's color the lowest world
+ * rank with its key, from one gather every rank sees alike.  Not
+ * MPI_COMM_TYPE_SHARED: Open MPI 4.1 with an external PMIx 4.2.3 or later
+ * (Ubuntu 24.04's 4.1.6) told the ranks of one host that their neighbour
+ * was elsewhere, on one host of two and not the other; the ranks then
+ * split differently and waited inside the split for ever (the GPU
+ * machine, stop 39; open-mpi/ompi issues 10416 and 11585).  And a node
+ * whose ranks do not share the host's store is no node of ftrt's. */
+static int split_by_host(ft_ctx_t *c) {
+  node_key_t me;
+  node_key_of(&me);
+  node_key_t *all = ft__calloc((size_t)c->world_size, sizeof(*all));
+  /* Every rank takes part in the gather, or none does. */
+  int have = all != NULL, all_have = 0;
+  if (MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) !=
+          MPI_SUCCESS ||
+      !all_have) {
+    ft__free(all);
+    return all_have ? FT_EMPI : FT_ENOMEM;
+  }
+  int rc = MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me),
+                         MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS
+               ? FT_OK
+               : FT_EMPI;
+  int color = c->world_rank;
+  for (int r = 0; rc == FT_OK && r < c->world_rank; r++)
+    if (memcmp(&all[r], &me, sizeof(me)) == 0) {
+      color = r;
+      break;
+    }
+  ft__free(all);
+  if (rc == FT_OK && MPI_Comm_split(MPI_COMM_WORLD, color, c->world_rank,
+                                    &c->node_comm) != MPI_SUCCESS)
+    rc = FT_EMPI;
+  return rc;
+}
+
 static int split_nodes(ft_ctx_t *c) {
   int rc;
   if (c->cfg.vnode_ranks > 0) {
     c->vnode = c->world_rank / c->cfg.vnode_ranks;
-    rc = MPI_Comm_split(MPI_COMM_WORLD, c->vnode, c->world_rank, &c->node_comm);
+    rc = MPI_Comm_split(MPI_COMM_WORLD, c->vnode, c->world_rank,
+                        &c->node_comm) == MPI_SUCCESS
+             ? FT_OK
+             : FT_EMPI;
   } else {
     c->vnode = -1;
-    rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
-                             c->world_rank, MPI_INFO_NULL, &c->node_comm);
+    rc = split_by_host(c);
   }
-  if (rc != MPI_SUCCESS)
-    return FT_EMPI;
+  if (rc)
+    return rc;
   int node_rank;
   MPI_Comm_rank(c->node_comm, &node_rank);
   MPI_Comm_size(c->node_comm, &c->node_size);

@@ -68,6 +68,37 @@ for how in arg env; do
 done
 ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's; the job runs with it"
 
+# ftrt's node is a host (its name and boot id), not what MPI takes for
+# one: one mpirun on the head starts 4 ranks that MPI sees on one node,
+# and ranks 0-1 enter h1's host name and /dev/shm, ranks 2-3 h2's (TCP
+# only: MPI's shared memory would cross them).  Two nodes, each with its
+# SMP, trainer and store (before: one node of 4 ranks, whose SMP on h1 the
+# trainers on h2 could not reach).  The other way round, Open MPI 4.1 with
+# an external PMIx (Ubuntu 24.04's) put ranks of one host on nodes of
+# their own, on one host and not another, and ft_init hung (the GPU
+# machine, stop 39).
+cat >"$WORK/enter" <<EOF
+#!/bin/sh
+case \$((OMPI_COMM_WORLD_RANK / 2)) in 0) k=$(keeper_of h1) ;; *) k=$(keeper_of h2) ;; esac
+exec nsenter -t "\$k" --uts --mount -- "\$@"
+EOF
+chmod +x "$WORK/enter"
+timeout 120 "$X" exec head env FT_JOB=splitj FT_EC_K=1 FT_EC_M=1 mpirun --oversubscribe -np 4 \
+  --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+  -x FT_JOB -x FT_EC_K -x FT_EC_M -x PATH "$WORK/enter" \
+  ft-train-example --steps 2 --snapshot-every 1 --state-mb 1 >"$WORK/split.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$WORK/split.out"; fail "4 ranks of one mpirun on hosts h1 and h2: exit $rc"; }
+grep -q ' ranks 2 ' "$WORK/split.out" || { cat "$WORK/split.out"; fail "not 2 trainers"; }
+for n in 0 1; do
+  h=h$((n + 1))
+  "$X" exec "$h" ft-status --job splitj >"$WORK/split-$h.st" 2>&1 ||
+    { cat "$WORK/split-$h.st"; fail "ft-status on $h"; }
+  grep -q "^job splitj on $h," "$WORK/split-$h.st" && grep -q "^layout epoch 1: node $n of 2, .* 1 trainer(s)$" "$WORK/split-$h.st" &&
+    grep -q "^0 *COMMITTED  *2  *2 " "$WORK/split-$h.st" || { cat "$WORK/split-$h.st"; fail "no committed store of node $n on $h"; }
+done
+ok "4 ranks of one mpirun, 2 on each of h1 and h2: 2 nodes (one a host), a snapshot on each"
+
 [ -z "$(pids_in $(ns_inodes "$(keeper_of h1)") | grep -vx "$(keeper_of h1)")" ] ||
   fail "processes left on h1 after the jobs"
 ok "no process of the jobs left on the hosts"
