@@ -1,6 +1,7 @@
 /*
  * mpi_nodes: a small MPI program for the cluster tests.  It finds the nodes
- * the way ftrt does (MPI_Comm_split_type SHARED), checks that each node holds
+ * the way MPI does (MPI_Comm_split_type SHARED; ftrt itself groups ranks by
+ * host name and boot id, runtime/init.c), checks that each node holds
  * consecutive ranks, reports which host holds which ranks, and moves data
  * between nodes with an allreduce whose result it checks.  With --seconds it
  * keeps doing allreduces for that long; with --forever until it is killed, so
