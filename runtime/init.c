@@ -8,12 +8,14 @@
  * an agreement over MPI_COMM_WORLD, so every rank returns the same status and
  * no rank is left waiting in a collective that the others abandoned.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/agree.h"
@@ -37,23 +39,51 @@ static int start_mpi(ft_ctx_t *c, int *argc, char ***argv) {
   return FT_OK;
 }
 
-/* What makes ranks one node: the host's name and its kernel's boot id
- * (two machines may both be called "localhost"; the hosts of ft-cluster
- * share a kernel and differ by name).  Zeroed first: compared as bytes. */
+/* What makes ranks one node: the host's name, its kernel's boot id (two
+ * machines may both be called "localhost"; the hosts of ft-cluster share a
+ * kernel and differ by name) and the file system the store root is on (a
+ * container with the host's name and a /dev/shm of its own cannot share
+ * the host's store).  Zeroed first: compared as bytes. */
 typedef struct node_key {
   char host[HOST_NAME_MAX + 1];
   char boot[40];
+  uint64_t store_dev; /* st_dev of the store root's nearest existing dir */
 } node_key_t;
 
-static void node_key_of(node_key_t *k) {
+/* The key of this process; FT_EIO with msg where a part of it cannot be
+ * read (a rank with a key of its own would make a node of its own).  No
+ * boot id at all (no /proc) is the same on every rank of a host: allowed. */
+static int node_key_of(const ft_ctx_t *c, node_key_t *k, char *msg,
+                       size_t msglen) {
   memset(k, 0, sizeof(*k));
-  gethostname(k->host, sizeof(k->host) - 1);
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, k->boot, sizeof(k->boot) - 1);
-    (void)n; /* nothing read: the name alone, alike on every rank there */
+  if (gethostname(k->host, sizeof(k->host) - 1) != 0)
+    return ft__msgf(FT_EIO, msg, msglen, "ft_init: gethostname: %s",
+                    strerror(errno));
+  const char *boot = "/proc/sys/kernel/random/boot_id";
+  int fd = open(boot, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, k->boot, sizeof(k->boot) - 1) : -1;
+  int err = errno;
+  if (fd >= 0)
     close(fd);
+  if (n < 0 && !(fd < 0 && err == ENOENT))
+    return ft__msgf(FT_EIO, msg, msglen, "ft_init: cannot read %s: %s", boot,
+                    strerror(err));
+  char dir[sizeof(c->cfg.store_root)];
+  snprintf(dir, sizeof(dir), "%s", c->cfg.store_root);
+  struct stat st;
+  while (stat(dir, &st) != 0) { /* not made yet: the nearest parent's */
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) {
+      snprintf(dir, sizeof(dir), "/");
+      if (stat(dir, &st) != 0)
+        return ft__msgf(FT_EIO, msg, msglen, "ft_init: stat /: %s",
+                        strerror(errno));
+      break;
+    }
+    *slash = '\0';
   }
+  k->store_dev = (uint64_t)st.st_dev;
+  return FT_OK;
 }
 
 /* node_comm: the ranks of this host, each rank's color the lowest world
@@ -62,24 +92,29 @@ static void node_key_of(node_key_t *k) {
  * (Ubuntu 24.04's 4.1.6) told the ranks of one host that their neighbour
  * was elsewhere, on one host of two and not the other; the ranks then
  * split differently and waited inside the split for ever (the GPU
- * machine, stop 39; open-mpi/ompi issues 10416 and 11585).  And a node
- * whose ranks do not share the host's store is no node of ftrt's. */
-static int split_by_host(ft_ctx_t *c) {
+ * machine, stop 39; open-mpi/ompi issues 10416 and 11585).  And ranks
+ * that do not share the host's store are no node of ftrt's. */
+static int split_by_host(ft_ctx_t *c, char *msg, size_t msglen) {
   node_key_t me;
-  node_key_of(&me);
-  node_key_t *all = ft__calloc((size_t)c->world_size, sizeof(*all));
-  /* Every rank takes part in the gather, or none does. */
-  int have = all != NULL, all_have = 0;
+  int rc = node_key_of(c, &me, msg, msglen);
+  node_key_t *all = NULL;
+  if (rc == FT_OK && !(all = ft__calloc((size_t)c->world_size, sizeof(*all))))
+    rc = ft__msgf(FT_ENOMEM, msg, msglen,
+                  "ft_init: no memory for the host table of %d ranks",
+                  c->world_size);
+  /* Every rank takes part in the gather, or none does: the others fail
+   * with the reason of the rank that could not (the agreement after
+   * setup says it). */
+  int have = rc == FT_OK, all_have = 0;
   if (MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) !=
-          MPI_SUCCESS ||
-      !all_have) {
-    ft__free(all);
-    return all_have ? FT_EMPI : FT_ENOMEM;
-  }
-  int rc = MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me),
-                         MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS
-               ? FT_OK
-               : FT_EMPI;
+      MPI_SUCCESS)
+    rc = FT_EMPI;
+  else if (!all_have && rc == FT_OK)
+    rc = FT_EIO; /* another rank's reason */
+  if (rc == FT_OK &&
+      MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me),
+                    MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS)
+    rc = FT_EMPI;
   int color = c->world_rank;
   for (int r = 0; rc == FT_OK && r < c->world_rank; r++)
     if (memcmp(&all[r], &me, sizeof(me)) == 0) {
@@ -93,7 +128,7 @@ static int split_by_host(ft_ctx_t *c) {
   return rc;
 }
 
-static int split_nodes(ft_ctx_t *c) {
+static int split_nodes(ft_ctx_t *c, char *msg, size_t msglen) {
   int rc;
   if (c->cfg.vnode_ranks > 0) {
     c->vnode = c->world_rank / c->cfg.vnode_ranks;
@@ -103,7 +138,7 @@ static int split_nodes(ft_ctx_t *c) {
              : FT_EMPI;
   } else {
     c->vnode = -1;
-    rc = split_by_host(c);
+    rc = split_by_host(c, msg, msglen);
   }
   if (rc)
     return rc;
@@ -207,7 +242,17 @@ static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
 static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
   int rc;
   ft__fault_parse(&c->fault, c->cfg.fault);
-  if ((rc = split_nodes(c)) || (rc = split_roles(c)))
+  /* An MPI error in these collectives ends the job, whatever handler the
+   * application gave MPI_COMM_WORLD (mpi4py returns errors): a rank that
+   * returned from one would leave the others in the next. */
+  MPI_Errhandler user;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &user);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  if (!(rc = split_nodes(c, msg, msglen)))
+    rc = split_roles(c);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, user);
+  MPI_Errhandler_free(&user);
+  if (rc)
     return rc;
   ft__log_init(&c->log, c->cfg.log_level, c->host, c->world_rank,
                c->is_smp ? "smp" : "trainer");
@@ -251,9 +296,9 @@ static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
  * MPI they would poll (yielding at best) on CPUs the SMPs need (an
  * oversubscribed ft-cluster host: 8 ranks on 2 CPUs).  No deadline: a
  * silent peer is the watch thread's to find. */
-static void bcast_napping(int *v, MPI_Comm comm) {
+static void bcast_napping(uint64_t *v, int n, MPI_Comm comm) {
   MPI_Request req;
-  MPI_Ibcast(v, 1, MPI_INT, 0, comm, &req);
+  MPI_Ibcast(v, n, MPI_UINT64_T, 0, comm, &req);
   ft__pulse_wait_plain(&req, HUGE_VAL, FT_PULSE_NAP_LONG);
 }
 
@@ -310,10 +355,13 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
     FT_LOGE(&c->log, "ft_init: %s", msg);
     _exit(1);
   }
-  int smp_rc = local;
-  bcast_napping(&smp_rc, c->node_comm);
-  if (!c->is_smp && smp_rc == FT_OK)
-    local = ft__trainer_attach(c);
+  /* The SMP's status and its launch's stamp: a trainer that finds another
+   * in the control segment it opens does not share the SMP's store. */
+  uint64_t smp[2] = {(uint64_t)(int64_t)local,
+                     c->is_smp && local == FT_OK ? c->ctl->launch : 0};
+  bcast_napping(smp, 2, c->node_comm);
+  if (!c->is_smp && (int)(int64_t)smp[0] == FT_OK)
+    local = ft__trainer_attach(c, smp[1]);
   rc = ft__agree_napping(MPI_COMM_WORLD, local);
   watch_stop(&watch);
   if (rc)

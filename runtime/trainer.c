@@ -36,7 +36,7 @@ static uint64_t align_up(uint64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
 static ft__ctl_rank_t *me(ft_ctx_t *c) { return &c->ctl->rank[c->local_idx]; }
 
-int ft__trainer_attach(ft_ctx_t *c) {
+int ft__trainer_attach(ft_ctx_t *c, uint64_t launch) {
   char msg[512];
   /* The store the SMP made, checked as the SMP checked it (store.h); every
    * file of it is then opened through this descriptor. */
@@ -44,6 +44,18 @@ int ft__trainer_attach(ft_ctx_t *c) {
                               sizeof(msg));
   if (rc == FT_OK)
     rc = ft__ctl_attach(&c->dir, &c->ctl, msg, sizeof(msg));
+  /* A segment of another launch (left in a /dev/shm this process sees and
+   * the SMP does not): its layout and versions are not this node's. */
+  if (rc == FT_OK && c->ctl->launch != launch) {
+    rc = ft__msgf(FT_ECONFIG, msg, sizeof(msg),
+                  "the control segment in %s is another launch's, not this "
+                  "node's SMP's: this process does not see the SMP's store "
+                  "(every rank of a host must see the same FT_STORE_ROOT, "
+                  "%s; a container with a /dev/shm of its own?)",
+                  c->dir.path, c->cfg.store_root);
+    ft__ctl_detach(c->ctl);
+    c->ctl = NULL;
+  }
   if (rc) {
     FT_LOGE(&c->log, "%s", msg);
     return rc;

@@ -55,50 +55,90 @@ timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job btlj \
   --expect-nodes 2 --expect-ppn 2 >"$WORK/btl.out" 2>&1 ||
   { cat "$WORK/btl.out"; fail "ft-launch --cluster --mpirun-arg --mca btl tcp,self"; }
 grep -q '^mpi_nodes: allreduce of 1 MB ok$' "$WORK/btl.out" || { cat "$WORK/btl.out"; fail "btl tcp,self: no allreduce"; }
-for how in arg env; do
-  if [ $how = arg ]; then
+for how in none arg env; do
+  if [ $how = none ]; then
+    out=$("$FT_LAUNCH" --cluster --dry-run -- prog)
+  elif [ $how = arg ]; then
     out=$("$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg tcp,self -- prog)
   else
     out=$(OMPI_MCA_btl=tcp,self "$FT_LAUNCH" --cluster --dry-run -- prog)
   fi || fail "--dry-run with a btl of the user's ($how)"
   n=$(tr -d '\\' <<<"$out" | grep -o -- '--mca btl [^ ]*' | tr '\n' ';')  # %q quoting off
-  want='--mca btl tcp,self;'
-  [ $how = arg ] || want=
+  case $how in none) want='--mca btl tcp,vader,self;' ;; arg) want='--mca btl tcp,self;' ;; env) want= ;; esac
   [ "$n" = "$want" ] || { echo "$out"; fail "btl of the user's by $how: mpirun gets '$n', wants '$want'"; }
 done
 ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's; the job runs with it"
 
-# ftrt's node is a host (its name and boot id), not what MPI takes for
-# one: one mpirun on the head starts 4 ranks that MPI sees on one node,
-# and ranks 0-1 enter h1's host name and /dev/shm, ranks 2-3 h2's (TCP
-# only: MPI's shared memory would cross them).  Two nodes, each with its
-# SMP, trainer and store (before: one node of 4 ranks, whose SMP on h1 the
-# trainers on h2 could not reach).  The other way round, Open MPI 4.1 with
-# an external PMIx (Ubuntu 24.04's) put ranks of one host on nodes of
-# their own, on one host and not another, and ft_init hung (the GPU
-# machine, stop 39).
+# ftrt's node is a host (its name, boot id and the file system of its
+# store), not what MPI takes for one: one mpirun on the head starts 4
+# ranks that MPI sees on one node; ranks 0-1 enter h1's host name and
+# /dev/shm, ranks 2-3 as FT_T_SECOND says (TCP only: MPI's shared memory
+# would cross them).  The other way round, Open MPI 4.1 with an external
+# PMIx (Ubuntu 24.04's) put ranks of one host on nodes of their own, on
+# one host and not another, and ft_init hung (the GPU machine, stop 39).
+k1=$(keeper_of h1) k2=$(keeper_of h2)
 cat >"$WORK/enter" <<EOF
 #!/bin/sh
-case \$((OMPI_COMM_WORLD_RANK / 2)) in 0) k=$(keeper_of h1) ;; *) k=$(keeper_of h2) ;; esac
-exec nsenter -t "\$k" --uts --mount -- "\$@"
+[ \$((OMPI_COMM_WORLD_RANK / 2)) = 0 ] && exec nsenter -t $k1 --uts --mount -- "\$@"
+case \$FT_T_SECOND in
+  h2) exec nsenter -t $k2 --uts --mount -- "\$@" ;;  # h2 itself
+  name-h1) exec nsenter --uts=/proc/$k1/ns/uts --mount=/proc/$k2/ns/mnt -- "\$@" ;;  # h1's name, h2's /dev/shm
+  bind) exec nsenter -t $k1 --uts --mount -- unshare --mount --propagation private \
+    sh -c 'mount --bind /dev/shm/other /dev/shm/ftrt && exec "\$@"' sh "\$@" ;;  # h1, another dir of its /dev/shm
+esac
+exit 99
 EOF
 chmod +x "$WORK/enter"
-timeout 120 "$X" exec head env FT_JOB=splitj FT_EC_K=1 FT_EC_M=1 mpirun --oversubscribe -np 4 \
-  --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-  -x FT_JOB -x FT_EC_K -x FT_EC_M -x PATH "$WORK/enter" \
-  ft-train-example --steps 2 --snapshot-every 1 --state-mb 1 >"$WORK/split.out" 2>&1
+# split_run JOB SECOND NP [VAR=VALUE...]: ft-train-example under that mpirun
+split_run() {
+  local job=$1 second=$2 np=$3
+  shift 3
+  timeout 120 "$X" exec head env FT_JOB="$job" FT_T_SECOND="$second" FT_EC_K=1 FT_EC_M=1 "$@" \
+    mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+    --mca oob_tcp_if_include eth0 -x FT_JOB -x FT_T_SECOND -x FT_EC_K -x FT_EC_M -x FT_FRESH -x PATH \
+    "$WORK/enter" ft-train-example --steps 2 --snapshot-every 1 --state-mb 1 >"$WORK/$job.out" 2>&1
+}
+# split_check JOB HOST N: HOST's store holds node N of 2, version 2 committed
+split_check() {
+  "$X" exec "$2" ft-status --job "$1" >"$WORK/$1-$2.st" 2>&1 || { cat "$WORK/$1-$2.st"; fail "ft-status on $2"; }
+  grep -q "^layout epoch 1: node $3 of 2, .* 1 trainer(s)$" "$WORK/$1-$2.st" &&
+    grep -q "^0 *COMMITTED  *2  *2 " "$WORK/$1-$2.st" || { cat "$WORK/$1-$2.st"; fail "$1: no committed store of node $3 on $2"; }
+}
+split_run splitj h2 4
 rc=$?
-[ $rc -eq 0 ] || { cat "$WORK/split.out"; fail "4 ranks of one mpirun on hosts h1 and h2: exit $rc"; }
-grep -q ' ranks 2 ' "$WORK/split.out" || { cat "$WORK/split.out"; fail "not 2 trainers"; }
-for n in 0 1; do
-  h=h$((n + 1))
-  "$X" exec "$h" ft-status --job splitj >"$WORK/split-$h.st" 2>&1 ||
-    { cat "$WORK/split-$h.st"; fail "ft-status on $h"; }
-  grep -q "^job splitj on $h," "$WORK/split-$h.st" && grep -q "^layout epoch 1: node $n of 2, .* 1 trainer(s)$" "$WORK/split-$h.st" &&
-    grep -q "^0 *COMMITTED  *2  *2 " "$WORK/split-$h.st" || { cat "$WORK/split-$h.st"; fail "no committed store of node $n on $h"; }
-done
-ok "4 ranks of one mpirun, 2 on each of h1 and h2: 2 nodes (one a host), a snapshot on each"
+[ $rc -eq 0 ] || { cat "$WORK/splitj.out"; fail "4 ranks of one mpirun on hosts h1 and h2: exit $rc"; }
+grep -q ' ranks 2 ' "$WORK/splitj.out" || { cat "$WORK/splitj.out"; fail "not 2 trainers"; }
+split_check splitj h1 0
+split_check splitj h2 1
+ok "4 ranks of one mpirun, 2 on each of h1 and h2: 2 nodes, a snapshot on each (before: one node, refused)"
 
-[ -z "$(pids_in $(ns_inodes "$(keeper_of h1)") | grep -vx "$(keeper_of h1)")" ] ||
-  fail "processes left on h1 after the jobs"
+# Ranks 2-3 with h1's name but h2's /dev/shm (a container with the host's
+# name and a /dev/shm of its own): they cannot share h1's store, so they
+# are a node of their own (before: one node with h1's, whose store they
+# could not open).
+split_run splitn name-h1 4
+rc=$?
+[ $rc -eq 0 ] || { cat "$WORK/splitn.out"; fail "ranks named h1 on two /dev/shm: exit $rc"; }
+split_check splitn h1 0
+split_check splitn h2 1
+ok "the same host name on two /dev/shm: 2 nodes, a snapshot in each"
+
+# Ranks 2-3 on h1's /dev/shm, but with another directory of it at the store
+# root, holding the store of an earlier launch of the job: one node (the
+# same file system), and its trainers there find a control segment that is
+# not their SMP's.  Refused, naming it (before: they attached to the stale
+# segment).
+split_run splitb h2 2 FT_EC_M=0 || { cat "$WORK/splitb.out"; fail "splitb on h1 alone"; }
+"$X" exec h1 sh -c 'mkdir -p /dev/shm/other && cp -a /dev/shm/ftrt/splitb /dev/shm/other/' || fail "copy the store"
+split_run splitb bind 4 FT_EC_M=0 FT_FRESH=1
+rc=$?
+[ $rc -ne 0 ] && grep -q "the control segment in /dev/shm/ftrt/splitb is another launch's, not this node's SMP's" "$WORK/splitb.out" ||
+  { cat "$WORK/splitb.out"; fail "trainers seeing another launch's store: exit $rc, no refusal"; }
+ok "trainers that see another launch's control segment where their SMP's should be: refused (exit $rc), naming it"
+
+for h in h1 h2; do
+  # shellcheck disable=SC2046  # the inodes are words
+  [ -z "$(pids_in $(ns_inodes "$(keeper_of $h)") | grep -vx "$(keeper_of $h)")" ] ||
+    fail "processes left on $h after the jobs"
+done
 ok "no process of the jobs left on the hosts"
