@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/baseline.h"
 #include "ftrt.h"
@@ -219,10 +220,20 @@ static int snap(run_t *r, double compute_s, double *stall) {
 }
 
 static int setup(run_t *r) {
-  /* The trainers of this machine take its GPUs in turn. */
-  int ndev = 0, local = 0;
+  /* The trainers of this machine take its GPUs in turn: local is the
+   * rank among the trainers with this host name (a split by its FNV-1a
+   * hash: two hosts of one hash only share a count).  Not
+   * MPI_COMM_TYPE_SHARED, which Open MPI 4.1 with an external PMIx gets
+   * wrong across hosts (runtime/init.c). */
+  int ndev = 0, local = 0, me;
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  uint32_t h = 2166136261u;
+  for (const char *p = host; *p; p++)
+    h = (h ^ (uint8_t)*p) * 16777619u;
   MPI_Comm node;
-  MPI_Comm_split_type(r->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(r->comm, &me);
+  MPI_Comm_split(r->comm, (int)(h & 0x7fffffffu), me, &node);
   MPI_Comm_rank(node, &local);
   MPI_Comm_free(&node);
   if (!cuda_ok(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount") || ndev < 1 ||

@@ -67,7 +67,18 @@ for how in none arg env; do
   case $how in none) want='--mca btl tcp,vader,self;' ;; arg) want='--mca btl tcp,self;' ;; env) want= ;; esac
   [ "$n" = "$want" ] || { echo "$out"; fail "btl of the user's by $how: mpirun gets '$n', wants '$want'"; }
 done
-ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's; the job runs with it"
+grep -qx '# environment: OMPI_MCA_btl=tcp,self' <<<"$out" || { echo "$out"; fail "--dry-run does not show OMPI_MCA_btl"; }
+for btl in self,vader ^tcp,openib; do
+  for how in arg env; do
+    if [ $how = arg ]; then
+      "$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg "$btl" -- prog
+    else
+      OMPI_MCA_btl=$btl "$FT_LAUNCH" --cluster --dry-run -- prog
+    fi >/dev/null 2>"$WORK/btl.err" || fail "--dry-run with btl $btl ($how)"
+    grep -qF "ft-launch: warning: the BTLs '$btl' " "$WORK/btl.err" || { cat "$WORK/btl.err"; fail "no warning for btl $btl ($how)"; }
+  done
+done
+ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's, the job runs with it; one without tcp is warned of"
 
 # ftrt's node is a host (its name, boot id and the file system of its
 # store), not what MPI takes for one: one mpirun on the head starts 4
