@@ -56,9 +56,10 @@ typedef struct node_key {
 static int node_key_of(const ft_ctx_t *c, node_key_t *k, char *msg,
                        size_t msglen) {
   memset(k, 0, sizeof(*k));
-  if (gethostname(k->host, sizeof(k->host) - 1) != 0)
-    return ft__msgf(FT_EIO, msg, msglen, "ft_init: gethostname: %s",
-                    strerror(errno));
+  /* A name of HOST_NAME_MAX bytes fits only with the whole buffer. */
+  if (gethostname(k->host, sizeof(k->host)) != 0)
+    return ft__msgf(FT_EIO, msg, msglen, "gethostname: %s", strerror(errno));
+  k->host[sizeof(k->host) - 1] = '\0';
   const char *boot = "/proc/sys/kernel/random/boot_id";
   int fd = open(boot, O_RDONLY | O_CLOEXEC);
   ssize_t n = fd >= 0 ? read(fd, k->boot, sizeof(k->boot) - 1) : -1;
@@ -66,7 +67,7 @@ static int node_key_of(const ft_ctx_t *c, node_key_t *k, char *msg,
   if (fd >= 0)
     close(fd);
   if (n < 0 && !(fd < 0 && err == ENOENT))
-    return ft__msgf(FT_EIO, msg, msglen, "ft_init: cannot read %s: %s", boot,
+    return ft__msgf(FT_EIO, msg, msglen, "cannot read %s: %s", boot,
                     strerror(err));
   char dir[sizeof(c->cfg.store_root)];
   snprintf(dir, sizeof(dir), "%s", c->cfg.store_root);
@@ -76,8 +77,7 @@ static int node_key_of(const ft_ctx_t *c, node_key_t *k, char *msg,
     if (!slash || slash == dir) {
       snprintf(dir, sizeof(dir), "/");
       if (stat(dir, &st) != 0)
-        return ft__msgf(FT_EIO, msg, msglen, "ft_init: stat /: %s",
-                        strerror(errno));
+        return ft__msgf(FT_EIO, msg, msglen, "stat /: %s", strerror(errno));
       break;
     }
     *slash = '\0';
@@ -100,7 +100,7 @@ static int split_by_host(ft_ctx_t *c, char *msg, size_t msglen) {
   node_key_t *all = NULL;
   if (rc == FT_OK && !(all = ft__calloc((size_t)c->world_size, sizeof(*all))))
     rc = ft__msgf(FT_ENOMEM, msg, msglen,
-                  "ft_init: no memory for the host table of %d ranks",
+                  "no memory for the host table of %d ranks",
                   c->world_size);
   /* Every rank takes part in the gather, or none does: the others fail
    * with the reason of the rank that could not (the agreement after
@@ -250,7 +250,12 @@ static int setup(ft_ctx_t *c, char *msg, size_t msglen) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   if (!(rc = split_nodes(c, msg, msglen)))
     rc = split_roles(c);
+  /* A split takes its parent's handler: app_comm, the application's, gets
+   * the application's back; node_comm and smp_comm, the library's own,
+   * keep errors fatal (lib_comm is made so in split_roles). */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, user);
+  if (c->app_comm != MPI_COMM_NULL)
+    MPI_Comm_set_errhandler(c->app_comm, user);
   MPI_Errhandler_free(&user);
   if (rc)
     return rc;
@@ -290,7 +295,7 @@ static void watch_start(ft_ctx_t *c, ft__pulse_t *p) {
     ft__pulse_watch(p, init_silent, c);
 }
 
-/* MPI_Bcast of one int from rank 0, waiting in naps that grow to 2 ms
+/* MPI_Bcast of n uint64_t from rank 0, waiting in naps that grow to 2 ms
  * (ft__pulse_wait_plain): the trainers wait here while their SMP starts,
  * which under FT_REBUILD includes the rebuild of a recovery.  Blocking in
  * MPI they would poll (yielding at best) on CPUs the SMPs need (an

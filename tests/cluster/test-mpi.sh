@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # MPI across the hosts of an ft-cluster: plain mpirun through the rsh agent,
-# then ft-launch --cluster.  MPI_Comm_split_type(SHARED) must find one node
-# per host, each node must hold consecutive ranks (P trainers + 1 SMP), an
-# allreduce of several MB over TCP must be right, and FT_* variables must
-# reach ranks on every host.
+# then ft-launch --cluster.  MPI_Comm_split_type(SHARED) (mpi_nodes) must
+# find one node per host, each node must hold consecutive ranks (P trainers
+# + 1 SMP), an allreduce of several MB over TCP must be right, and FT_*
+# variables must reach ranks on every host.  ftrt's own node split and a
+# BTL of the user's follow.
 # shellcheck source=tests/cluster/common.sh
 . "$(dirname "$0")/common.sh"
 need_cluster
@@ -57,25 +58,37 @@ timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job btlj \
 grep -q '^mpi_nodes: allreduce of 1 MB ok$' "$WORK/btl.out" || { cat "$WORK/btl.out"; fail "btl tcp,self: no allreduce"; }
 for how in none arg env; do
   if [ $how = none ]; then
-    out=$("$FT_LAUNCH" --cluster --dry-run -- prog)
+    out=$(env -u OMPI_MCA_btl "$FT_LAUNCH" --cluster --dry-run -- prog)
   elif [ $how = arg ]; then
-    out=$("$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg tcp,self -- prog)
+    out=$(env -u OMPI_MCA_btl "$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg tcp,self -- prog)
   else
     out=$(OMPI_MCA_btl=tcp,self "$FT_LAUNCH" --cluster --dry-run -- prog)
+    grep -qx '# environment: OMPI_MCA_btl=tcp,self (the BTLs, instead of tcp,vader,self)' <<<"$out" ||
+      { echo "$out"; fail "--dry-run does not show OMPI_MCA_btl"; }
   fi || fail "--dry-run with a btl of the user's ($how)"
   n=$(tr -d '\\' <<<"$out" | grep -o -- '--mca btl [^ ]*' | tr '\n' ';')  # %q quoting off
   case $how in none) want='--mca btl tcp,vader,self;' ;; arg) want='--mca btl tcp,self;' ;; env) want= ;; esac
   [ "$n" = "$want" ] || { echo "$out"; fail "btl of the user's by $how: mpirun gets '$n', wants '$want'"; }
 done
-grep -qx '# environment: OMPI_MCA_btl=tcp,self' <<<"$out" || { echo "$out"; fail "--dry-run does not show OMPI_MCA_btl"; }
-for btl in self,vader ^tcp,openib; do
+# warned: a list without tcp (tcpx is another), one that excludes it; not
+# warned (-): one with tcp, one that excludes another
+for btl in self,vader ^tcp,openib ^^tcp tcpx,self -tcp,self -^openib -tcp; do
+  warn=1
+  case $btl in -*) btl=${btl#-}; warn=0 ;; esac
   for how in arg env; do
     if [ $how = arg ]; then
-      "$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg "$btl" -- prog
+      OMPI_MCA_btl=self "$FT_LAUNCH" --cluster --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg "$btl" -- prog
+      src=--mpirun-arg
     else
       OMPI_MCA_btl=$btl "$FT_LAUNCH" --cluster --dry-run -- prog
+      src=OMPI_MCA_btl
     fi >/dev/null 2>"$WORK/btl.err" || fail "--dry-run with btl $btl ($how)"
-    grep -qF "ft-launch: warning: the BTLs '$btl' " "$WORK/btl.err" || { cat "$WORK/btl.err"; fail "no warning for btl $btl ($how)"; }
+    if [ $warn = 1 ]; then
+      grep -qF "ft-launch: warning: the BTLs '$btl' of $src leave out tcp" "$WORK/btl.err" ||
+        { cat "$WORK/btl.err"; fail "no warning for btl $btl ($how)"; }
+    else
+      ! grep -q warning "$WORK/btl.err" || { cat "$WORK/btl.err"; fail "a warning for btl $btl ($how)"; }
+    fi
   done
 done
 ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's, the job runs with it; one without tcp is warned of"
