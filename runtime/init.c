@@ -100,8 +100,7 @@ static int split_by_host(ft_ctx_t *c, char *msg, size_t msglen) {
   node_key_t *all = NULL;
   if (rc == FT_OK && !(all = ft__calloc((size_t)c->world_size, sizeof(*all))))
     rc = ft__msgf(FT_ENOMEM, msg, msglen,
-                  "no memory for the host table of %d ranks",
-                  c->world_size);
+                  "no memory for the host table of %d ranks", c->world_size);
   /* Every rank takes part in the gather, or none does: the others fail
    * with the reason of the rank that could not (the agreement after
    * setup says it). */
