@@ -1,7 +1,6 @@
 /*
  * mpi_nodes: a small MPI program for the cluster tests.  It finds the nodes
- * the way MPI does (MPI_Comm_split_type SHARED; ftrt itself groups ranks by
- * host name and boot id, runtime/init.c), checks that each node holds
+ * by host name, as ftrt does (runtime/init.c), checks that each node holds
  * consecutive ranks, reports which host holds which ranks, and moves data
  * between nodes with an allreduce whose result it checks.  With --seconds it
  * keeps doing allreduces for that long; with --forever until it is killed, so
@@ -67,6 +66,25 @@ static int check_layout(MPI_Comm node, int rank, int *nnodes, int *ppn_ok,
   ok = expect_ppn == 0 || lsize == expect_ppn;
   MPI_Allreduce(&ok, ppn_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   return all_ok;
+}
+
+/* node: the ranks with this host name, as ftrt groups them (with the boot
+ * id and the store's file system, alike on the cluster's hosts; not
+ * MPI_COMM_TYPE_SHARED, which Open MPI 4.1 with an external PMIx gets
+ * wrong across hosts: runtime/init.c).  Out of memory, the job ends. */
+static void split_by_host(int rank, int size, MPI_Comm *node) {
+  char me[HOST_LEN] = {0}, *all = calloc((size_t)size, HOST_LEN);
+  gethostname(me, sizeof(me) - 1);
+  if (!all)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Allgather(me, HOST_LEN, MPI_CHAR, all, HOST_LEN, MPI_CHAR,
+                MPI_COMM_WORLD);
+  int color = rank;
+  for (int r = 0; r < rank && color == rank; r++)
+    if (!memcmp(all + (size_t)r * HOST_LEN, me, HOST_LEN))
+      color = r;
+  free(all);
+  MPI_Comm_split(MPI_COMM_WORLD, color, rank, node);
 }
 
 /* Rank 0 prints "host RANKS" for each rank's host, and whether the hosts of
@@ -147,8 +165,7 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
-                      MPI_INFO_NULL, &node);
+  split_by_host(rank, size, &node);
   consecutive = check_layout(node, rank, &nnodes, &ppn_ok, o.expect_ppn);
   report_hosts(rank, size, nnodes);
   if (rank == 0) {

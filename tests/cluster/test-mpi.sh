@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MPI across the hosts of an ft-cluster: plain mpirun through the rsh agent,
-# then ft-launch --cluster.  MPI_Comm_split_type(SHARED) (mpi_nodes) must
-# find one node per host, each node must hold consecutive ranks (P trainers
+# then ft-launch --cluster.  mpi_nodes must find one node per host (by
+# host name, as ftrt does), each node must hold consecutive ranks (P trainers
 # + 1 SMP), an allreduce of several MB over TCP must be right, and FT_*
 # variables must reach ranks on every host.  ftrt's own node split and a
 # BTL of the user's follow.
