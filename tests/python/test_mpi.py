@@ -29,6 +29,16 @@ def test_init_returns_the_trainers_comm(ctx):
     assert ctx.comm.allreduce(1) == 1
 
 
+def test_an_mpi_error_on_the_comm_raises(ctx):
+    # mpi4py makes MPI errors return (and raise); ft_init's own splits run
+    # with errors fatal, and the trainers' comm must get the handler back
+    # (stop 39: split while it was fatal, a bad send ended the job)
+    from mpi4py import MPI
+    with pytest.raises(MPI.Exception) as e:
+        ctx.comm.send(1, dest=ctx.size)
+    assert e.value.Get_error_class() == MPI.ERR_RANK
+
+
 def test_register_what_a_loop_holds(ctx):
     torch.manual_seed(0)
     S["model"] = m = torch.nn.Sequential(torch.nn.Linear(6, 8),
