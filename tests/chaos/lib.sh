@@ -113,11 +113,9 @@ shell_clean() {
 # banners mpirun wrote (ft-launch removes them when it ends) are kept in
 # LOG.hang, which show prints: a diagnosis of a hang, no part of a verdict.
 hang_watch() {
-  local i f
-  for ((i = 5; i < LIMIT; i++)); do
-    kill -0 "$2" 2>/dev/null || return 0
-    sleep 1
-  done
+  local f
+  # tail ends when PID does; timeout ends tail 5 s before the limit
+  timeout "$((LIMIT - 5))" tail --pid="$2" -f /dev/null && return 0
   { ps -eo pid,ppid,stat,wchan:32,etime,args
     for f in "${TMPDIR:-/tmp}"/ft-launch.*/hidden; do
       [ -s "$f" ] && { echo "== $f"; cat "$f"; }
