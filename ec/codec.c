@@ -1,6 +1,6 @@
 /*
  * The codec keeps the (k+m) x k Cauchy generator matrix and ISA-L's expanded
- * encode tables (32 bytes per coefficient), built once.  Decoding picks the
+ * encode tables, built once.  Decoding picks the
  * first k surviving chunks as sources, inverts their k x k submatrix
  * (gf_invert_matrix), and derives one row of coefficients per erased chunk:
  * a row of the inverse for lost data, the parity's generator row times the
@@ -8,6 +8,15 @@
  * tables depend only on the erasure pattern, which stays the same across all
  * the pieces and stripes of one recovery, so the last pattern's tables are
  * cached in a block the codec points to (decode takes a const codec).
+ *
+ * ISA-L's expanded tables are its own: ec_init_tables(k, rows, ...) needs
+ * room for 32 bytes a coefficient, but what it writes there depends on the
+ * library and the CPU (2.31 with GFNI keeps 8 bytes a coefficient, 2.30 and
+ * 2.32 keep 32).  So no table is ever found by arithmetic inside ISA-L's
+ * output: each one a call needs (all m rows, one row, one coefficient) is
+ * the whole output of an ec_init_tables call of its own, and ISA-L alone
+ * indexes within it (vec_i of ec_encode_data_update).  The room of such
+ * tables side by side is TBL_ROOM bytes a coefficient.
  *
  * Every buffer is walked in pieces (see ft__codec_set_piece_bytes): ISA-L
  * makes one pass over the sources per group of at most 4-6 outputs, so for
@@ -24,7 +33,7 @@
 #include "base/alloc.h"
 #include "ftrt.h"
 
-#define TBL_BYTES 32           /* ISA-L table bytes per coefficient */
+#define TBL_ROOM 32            /* ec_init_tables' room per coefficient */
 #define PIECE_ALIGN 64         /* ISA-L's widest vector; keeps pieces aligned */
 #define PIECE_MAX (1u << 30)   /* well inside ISA-L's int length */
 #define PIECE_CACHE (1u << 20) /* cache the k+m pieces may fill */
@@ -39,14 +48,17 @@ struct dec_cache {
   unsigned char *sub;                     /* k x k, destroyed by inversion */
   unsigned char *inv;                     /* k x k */
   unsigned char *rows;                    /* nerased x k coefficients */
-  unsigned char *tbls;                    /* expanded rows */
+  unsigned char *tbls;                    /* all the rows, expanded */
+  unsigned char *row_tbls;  /* row r alone: r * k * TBL_ROOM */
+  unsigned char *term_tbls; /* coefficient (r, s) alone: (r * k + s) * ROOM */
 };
 
 struct ft__codec {
   int k, m;
   size_t piece;
   unsigned char *matrix;   /* (k+m) x k: identity, then m Cauchy rows */
-  unsigned char *enc_tbls; /* expanded Cauchy rows */
+  unsigned char *enc_tbls; /* the m Cauchy rows, expanded */
+  unsigned char *enc_row;  /* row j alone, at j * k * TBL_ROOM */
   struct dec_cache *dec;
 };
 
@@ -64,6 +76,8 @@ static void dec_free(struct dec_cache *d) {
   ft__free(d->inv);
   ft__free(d->rows);
   ft__free(d->tbls);
+  ft__free(d->row_tbls);
+  ft__free(d->term_tbls);
   ft__free(d);
 }
 
@@ -75,8 +89,11 @@ static struct dec_cache *dec_alloc(int k, int m) {
   d->sub = ft__malloc(kk);
   d->inv = ft__malloc(kk);
   d->rows = ft__malloc(mk);
-  d->tbls = ft__malloc(mk * TBL_BYTES);
-  if (!d->sub || !d->inv || !d->rows || !d->tbls) {
+  d->tbls = ft__malloc(mk * TBL_ROOM);
+  d->row_tbls = ft__malloc(mk * TBL_ROOM);
+  d->term_tbls = ft__malloc(mk * TBL_ROOM);
+  if (!d->sub || !d->inv || !d->rows || !d->tbls || !d->row_tbls ||
+      !d->term_tbls) {
     dec_free(d);
     return NULL;
   }
@@ -88,6 +105,7 @@ void ft__codec_destroy(ft__codec_t *c) {
     return;
   ft__free(c->matrix);
   ft__free(c->enc_tbls);
+  ft__free(c->enc_row);
   dec_free(c->dec);
   ft__free(c);
 }
@@ -105,15 +123,19 @@ int ft__codec_create(int k, int m, ft__codec_t **out) {
   c->m = m;
   c->piece = default_piece(k + m);
   c->matrix = ft__malloc((size_t)(k + m) * (size_t)k);
-  c->enc_tbls = ft__malloc((size_t)(m ? m : 1) * (size_t)k * TBL_BYTES);
+  c->enc_tbls = ft__malloc((size_t)(m ? m : 1) * (size_t)k * TBL_ROOM);
+  c->enc_row = ft__malloc((size_t)(m ? m : 1) * (size_t)k * TBL_ROOM);
   c->dec = dec_alloc(k, m);
-  if (!c->matrix || !c->enc_tbls || !c->dec) {
+  if (!c->matrix || !c->enc_tbls || !c->enc_row || !c->dec) {
     ft__codec_destroy(c);
     return FT_ENOMEM;
   }
   gf_gen_cauchy1_matrix(c->matrix, k + m, k);
   if (m > 0)
     ec_init_tables(k, m, c->matrix + (size_t)k * (size_t)k, c->enc_tbls);
+  for (int j = 0; j < m; j++)
+    ec_init_tables(k, 1, c->matrix + (size_t)(k + j) * (size_t)k,
+                   c->enc_row + (size_t)j * (size_t)k * TBL_ROOM);
   *out = c;
   return FT_OK;
 }
@@ -201,8 +223,7 @@ int ft__codec_encode_update_row(const ft__codec_t *c, size_t len, int i, int j,
   if (!c || i < 0 || i >= c->k || j < 0 || j >= c->m ||
       (len > 0 && (!data || !parity_j)))
     return FT_EINVAL;
-  /* ISA-L lays the tables out row by row, k * TBL_BYTES each. */
-  unsigned char *row = c->enc_tbls + (size_t)j * (size_t)c->k * TBL_BYTES;
+  unsigned char *row = c->enc_row + (size_t)j * (size_t)c->k * TBL_ROOM;
   mad_pieces(c->piece, len, c->k, i, 1, row, (unsigned char *)data, &parity_j);
   return FT_OK;
 }
@@ -270,8 +291,14 @@ static int build_decode(const ft__codec_t *c, const int *erased, int nerased) {
   for (int r = 0; r < nerased; r++)
     erased_row(c, d, erased[r], d->rows + (size_t)r * k);
   ec_init_tables(c->k, nerased, d->rows, d->tbls);
-  for (int r = 0; r < nerased; r++)
+  for (int r = 0; r < nerased; r++) {
+    ec_init_tables(c->k, 1, d->rows + (size_t)r * k,
+                   d->row_tbls + (size_t)r * k * TBL_ROOM);
+    for (size_t s = 0; s < k; s++)
+      ec_init_tables(1, 1, d->rows + (size_t)r * k + s,
+                     d->term_tbls + ((size_t)r * k + s) * TBL_ROOM);
     d->erased[r] = (unsigned char)erased[r];
+  }
   d->nerased = nerased;
   return FT_OK;
 }
@@ -317,13 +344,15 @@ static int decode_term(const ft__codec_t *c, size_t len, const int *erased,
   if (!same_pattern(c->dec, erased, nerased) &&
       (rc = build_decode(c, erased, nerased)))
     return rc;
-  /* The tables of row r, k * TBL_BYTES long (ISA-L's layout, row by row). */
-  unsigned char *row = c->dec->tbls + (size_t)r * (size_t)c->k * TBL_BYTES;
+  size_t k = (size_t)c->k;
   unsigned char *src = (unsigned char *)data;
   if (first) /* one source, one output: its coefficient's table alone */
-    dot_pieces(c->piece, len, 1, 1, row + (size_t)s * TBL_BYTES, &src, &acc);
-  else
-    mad_pieces(c->piece, len, c->k, s, 1, row, src, &acc);
+    dot_pieces(c->piece, len, 1, 1,
+               c->dec->term_tbls + ((size_t)r * k + (size_t)s) * TBL_ROOM,
+               &src, &acc);
+  else /* row r's tables, ISA-L finding source s's in them */
+    mad_pieces(c->piece, len, c->k, s, 1,
+               c->dec->row_tbls + (size_t)r * k * TBL_ROOM, src, &acc);
   return FT_OK;
 }
 
