@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # ftrt with another ISA-L than the one it was built with: Debian 13's
 # libisal2 2.31 (Ubuntu 24.04 ships 2.31 too), loaded in place of this
-# machine's through LD_LIBRARY_PATH (same soname, same API).  On a CPU with
-# GFNI, 2.31's ec_init_tables keeps 8 bytes a coefficient where 2.30 and
-# 2.32 keep 32: code that finds a row's or a source's table inside ISA-L's
+# machine's through LD_LIBRARY_PATH (same soname, same API).  On a CPU where
+# it takes its GFNI kernels (this VM's AMD EPYC, recent Xeons), 2.31's
+# ec_init_tables keeps 8 bytes a coefficient where 2.30 and 2.32 keep 32: code that finds a row's or a source's table inside ISA-L's
 # output by its own arithmetic computes wrong parity (an SMP's second parity
 # of a 4+2 job) and rebuilds wrong bytes, under CRCs made of them.  Before
 # stop 40 test_codec failed 73 of its 159 checks with that library, and a
