@@ -49,7 +49,7 @@ struct dec_cache {
   unsigned char *inv;                     /* k x k */
   unsigned char *rows;                    /* nerased x k coefficients */
   unsigned char *tbls;                    /* all the rows, expanded */
-  unsigned char *row_tbls;  /* row r alone: r * k * TBL_ROOM */
+  unsigned char *row_tbls;                /* row r alone: r * k * TBL_ROOM */
   unsigned char *term_tbls; /* coefficient (r, s) alone: (r * k + s) * ROOM */
 };
 
@@ -348,8 +348,8 @@ static int decode_term(const ft__codec_t *c, size_t len, const int *erased,
   unsigned char *src = (unsigned char *)data;
   if (first) /* one source, one output: its coefficient's table alone */
     dot_pieces(c->piece, len, 1, 1,
-               c->dec->term_tbls + ((size_t)r * k + (size_t)s) * TBL_ROOM,
-               &src, &acc);
+               c->dec->term_tbls + ((size_t)r * k + (size_t)s) * TBL_ROOM, &src,
+               &acc);
   else /* row r's tables, ISA-L finding source s's in them */
     mad_pieces(c->piece, len, c->k, s, 1,
                c->dec->row_tbls + (size_t)r * k * TBL_ROOM, src, &acc);
