@@ -1,10 +1,10 @@
 /*
  * The codec keeps the (k+m) x k Cauchy generator matrix and ISA-L's expanded
- * encode tables, built once.  Decoding picks the
- * first k surviving chunks as sources, inverts their k x k submatrix
- * (gf_invert_matrix), and derives one row of coefficients per erased chunk:
- * a row of the inverse for lost data, the parity's generator row times the
- * inverse for lost parity, so one ec_encode_data pass rebuilds both.  Those
+ * encode tables, built once.  Decoding picks the first k surviving chunks as
+ * sources, inverts their k x k submatrix (gf_invert_matrix), and derives
+ * one row of coefficients per erased chunk: a row of the inverse for lost
+ * data, the parity's generator row times the inverse for lost parity, so
+ * one ec_encode_data pass rebuilds both.  Those
  * tables depend only on the erasure pattern, which stays the same across all
  * the pieces and stripes of one recovery, so the last pattern's tables are
  * cached in a block the codec points to (decode takes a const codec).
