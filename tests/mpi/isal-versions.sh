@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ftrt with another ISA-L than the one it was built with: Debian 13's
 # libisal2 2.31 (Ubuntu 24.04 ships 2.31 too), loaded in place of this
-# machine's through LD_LIBRARY_PATH (same soname, same API).  On a CPU where
-# it takes its GFNI kernels (this VM's AMD EPYC, recent Xeons), 2.31's
-# ec_init_tables keeps 8 bytes a coefficient where 2.30 and 2.32 keep 32: code that finds a row's or a source's table inside ISA-L's
+# machine's through LD_LIBRARY_PATH (same soname, same API).  On a CPU
+# where it takes its GFNI kernels (this VM's AMD EPYC, recent Xeons),
+# 2.31's ec_init_tables keeps 8 bytes a coefficient where 2.30 and 2.32
+# keep 32: code that finds a row's or a source's table inside ISA-L's
 # output by its own arithmetic computes wrong parity (an SMP's second parity
 # of a 4+2 job) and rebuilds wrong bytes, under CRCs made of them.  Before
 # stop 40 test_codec failed 73 of its 159 checks with that library, and a
@@ -21,34 +22,53 @@ SKIP=77
 skip() { echo "SKIP: $*"; exit $SKIP; }
 
 # This machine's first Debian stanza or line of the suite bookworm itself
-# (not -updates, -security), with the suite trixie and the component main,
-# in the same format (deb822 .sources or one-line .list).
+# (not -updates, -security; not a disabled stanza), with the suite trixie
+# and the component main, in the same format (deb822 .sources or one-line
+# .list); comments left out.
 trixie_sources() {
   local f=/etc/apt/sources.list.d/debian.sources
   if [ -r "$f" ]; then
     awk 'BEGIN { RS = ""; ORS = "\n\n" }
-         /(^|\n)Suites:([ \t]+[^ \t\n]+)*[ \t]+bookworm([ \t]|\n|$)/ && !done {
-           sub(/Types:[^\n]*/, "Types: deb"); sub(/Suites:[^\n]*/, "Suites: trixie")
-           sub(/Components:[^\n]*/, "Components: main"); print; done = 1 }' "$f" >"$1/trixie.sources"
+         !done { n = split($0, l, "\n"); out = ""; ok = 0; off = 0
+           for (i = 1; i <= n; i++) {
+             if (l[i] ~ /^#/) continue
+             if (l[i] ~ /^Enabled:[ \t]*no/) off = 1
+             if (l[i] ~ /^Suites:/ && (" " substr(l[i], 8) " ") ~ /[ \t]bookworm[ \t]/) ok = 1
+             if (l[i] ~ /^Types:/) l[i] = "Types: deb"
+             if (l[i] ~ /^Suites:/) l[i] = "Suites: trixie"
+             if (l[i] ~ /^Components:/) l[i] = "Components: main"
+             out = out l[i] "\n" }
+           if (ok && !off) { printf "%s\n", out; done = 1 } }' "$f" >"$1/trixie.sources"
     [ -s "$1/trixie.sources" ] && echo "$1/trixie.sources" && return 0
   fi
   f=/etc/apt/sources.list
   [ -r "$f" ] || return 1
   # deb [OPTIONS] URI SUITE COMPONENTS...
-  awk '$1 == "deb" && !done { i = 2; if ($i ~ /^\[/) while ($i !~ /\]$/) i++; if ($i ~ /\]$/ && $2 ~ /^\[/) i++
-         if ($(i + 1) == "bookworm") { $(i + 1) = "trixie"; NF = i + 2; $NF = "main"; print; done = 1 } }' \
+  awk '$1 == "deb" && !done { r = substr($0, index($0, "deb") + 3); opt = ""
+         if (r ~ /^[ \t]*\[/) { e = index(r, "]"); if (!e) next; opt = substr(r, 1, e) " "; r = substr(r, e + 1) }
+         if (split(r, w) >= 2 && w[2] == "bookworm") { print "deb " opt w[1] " trixie main"; done = 1 } }' \
     "$f" >"$1/trixie.list"
   [ -s "$1/trixie.list" ] && echo "$1/trixie.list"
 }
 
+# Into a directory of its own, then moved into place whole: a run killed
+# midway, or another run beside it, never leaves a part of a library there.
 fetch() {
-  local d=$OTHER.fetch src deb
-  rm -rf "$d" && mkdir -p "$d/lists/partial" "$d/cache/archives/partial" || return 1
+  local d src deb
+  mkdir -p "$(dirname "$OTHER")" && d=$(mktemp -d "$OTHER.fetch.XXXXXX") || return 1
+  # shellcheck disable=SC2064 # now: d is local, gone when the subshell exits
+  trap "rm -rf '$d'" EXIT # fetch runs in a subshell of its own
+  mkdir -p "$d/lists/partial" "$d/cache/archives/partial" || return 1
   src=$(trixie_sources "$d") || { echo "no Debian bookworm source to derive trixie's from"; return 1; }
-  local apt=(-q -o "Dir::Etc::sourcelist=$src" -o Dir::Etc::sourceparts=-
+  # The system's apt hooks (appstream, packagekit) stay out of it.
+  printf '#clear APT::Update::Pre-Invoke;\n#clear APT::Update::Post-Invoke;\n#clear APT::Update::Post-Invoke-Success;\n' >"$d/apt.conf"
+  local apt=(-q -c "$d/apt.conf" -o "Dir::Etc::sourcelist=$src" -o Dir::Etc::sourceparts=-
     -o "Dir::State::lists=$d/lists" -o "Dir::Cache=$d/cache"
-    -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false)
-  (cd "$d" && timeout 300 apt-get "${apt[@]}" update && timeout 300 apt-get "${apt[@]}" download libisal2) \
+    -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::Languages=none
+    -o Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false
+    -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
+    -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false)
+  (cd "$d" && timeout 300 apt-get "${apt[@]}" update && timeout 300 apt-get "${apt[@]}" download libisal2/trixie) \
     >"$d/log" 2>&1 || { tail -3 "$d/log"; return 1; }
   deb=$(ls "$d"/libisal2_*.deb 2>/dev/null | head -1)
   [ -n "$deb" ] || { echo "apt-get download left no libisal2 package"; return 1; }
@@ -56,11 +76,14 @@ fetch() {
     2.31*) ;;
     *) echo "trixie now ships libisal2 $(dpkg-deb -f "$deb" Version), not 2.31"; return 1 ;;
   esac
-  dpkg-deb -x "$deb" "$d/x" && mkdir -p "$OTHER" && cp -P "$d"/x/usr/lib/*/libisal.so.2* "$OTHER"/
+  dpkg-deb -x "$deb" "$d/x" && mkdir "$d/lib" && cp -P "$d"/x/usr/lib/*/libisal.so.2* "$d/lib"/ &&
+    mv -T "$d/lib" "$OTHER" 2>/dev/null || [ -e "$OTHER/libisal.so.2" ] # another run was first
 }
 
-# The system's own ISA-L (the one the build links).
-system=$(ldd "$TRAIN_EXE" | sed -n 's/.*libisal.so.2 => \([^ ]*\).*/\1/p')
+command -v python3 >/dev/null || skip "no python3 to probe the library's tables with"
+# The system's own ISA-L (the one the build links; ft-restore is never a
+# libtool wrapper).
+system=$(ldd "$B/ft-restore" | sed -n 's/.*libisal.so.2 => \([^ ]*\).*/\1/p')
 case $(readlink -f "$system") in
   *libisal.so.2.0.31) [ -n "${FT_ISAL_OTHER:-}" ] ||
     skip "the system's ISA-L ($(readlink -f "$system")) is 2.31 already: every test of the suite runs with it" ;;
@@ -68,18 +91,17 @@ esac
 
 if ! [ -e "$OTHER/libisal.so.2" ]; then
   [ -n "${FT_ISAL_OTHER:-}" ] && fail "FT_ISAL_OTHER=$OTHER holds no libisal.so.2"
-  why=$(fetch); rc=$?
-  rm -rf "$OTHER.fetch"
-  [ $rc = 0 ] || { rm -rf "$OTHER"; skip "could not fetch Debian 13's libisal2 2.31: $why"; }
+  why=$(fetch 2>&1); rc=$?
+  [ $rc = 0 ] || skip "could not fetch Debian 13's libisal2 2.31: $why"
 fi
 export LD_LIBRARY_PATH=$OTHER${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-LIB=$(ls "$OTHER"/libisal.so.2.* | head -1)
+LIB=$(readlink -f "$OTHER/libisal.so.2")
 
 # The library the programs load is that one (test_codec: where Check is).
 for p in "$TRAIN_EXE" "$B/ft-restore" "$B/tests/unit/test_codec"; do
   [ -x "$p" ] || [ "$p" = "$B/tests/unit/test_codec" ] || fail "$p is missing"
   [ -x "$p" ] || continue
-  ldd "$p" | grep -q "libisal.so.2 => $OTHER/" || { ldd "$p"; fail "$p does not load $OTHER's libisal"; }
+  ldd "$p" | grep -qF "libisal.so.2 => $OTHER/" || { ldd "$p"; fail "$p does not load $OTHER's libisal"; }
 done
 
 # Its table layout on this CPU: where the second coefficient's table starts
