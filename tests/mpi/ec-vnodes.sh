@@ -6,7 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 export FT_VIRTUAL_NODE_RANKS=2
 ARGS="--steps 12 --snapshot-every 2 --state-mb 2"
-restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
 # repaired NP LOG SUMMARY RUN REF WHAT: after WHAT was refused, ft-restore on
 # NP nodes rebuilds (its line SUMMARY) and the relaunch RUN resumes from
 # step 8 with digest REF.

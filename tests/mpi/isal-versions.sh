@@ -138,7 +138,6 @@ fi
 #    of the same job run with the system's library.
 export FT_VIRTUAL_NODE_RANKS=2 FT_EC_K=4 FT_EC_M=2
 ARGS="--steps 12 --snapshot-every 2 --state-mb 2"
-restore() { timeout -k 10 120 mpirun -np 6 "$B/ft-restore" "$@"; }
 verified() {  # LOG WHAT
   grep -q " 0 with parity that does not match" "$LOGDIR/$1" && grep -qE "[1-9][0-9]* loss sets of <= m=2 nodes decoded, 0 chunks wrong" "$LOGDIR/$1" ||
     { cat "$LOGDIR/$1"; fail "$2"; }
@@ -147,15 +146,15 @@ FT_JOB=ref LD_LIBRARY_PATH=$ORIG_LD train ref 12 $ARGS || { log_of ref | tail; f
 REF=$(digest_of ref)
 export FT_JOB=other
 train run 12 --steps 8 --snapshot-every 2 --state-mb 2 || { log_of run | tail; fail "the run with $(basename "$LIB") failed"; }
-restore --verify --verify-losses >"$LOGDIR/v1" 2>&1 || { cat "$LOGDIR/v1"; fail "ft-restore --verify with $(basename "$LIB")"; }
+restore 6 --verify --verify-losses >"$LOGDIR/v1" 2>&1 || { cat "$LOGDIR/v1"; fail "ft-restore --verify with $(basename "$LIB")"; }
 verified v1 "the parity $(basename "$LIB") made does not match its data"
-LD_LIBRARY_PATH=$ORIG_LD restore --verify --verify-losses >"$LOGDIR/v2" 2>&1 || { cat "$LOGDIR/v2"; fail "ft-restore --verify with the system's ISA-L"; }
+LD_LIBRARY_PATH=$ORIG_LD restore 6 --verify --verify-losses >"$LOGDIR/v2" 2>&1 || { cat "$LOGDIR/v2"; fail "ft-restore --verify with the system's ISA-L"; }
 verified v2 "the system's ISA-L finds the parity $(basename "$LIB") made wrong"
 note "4+2 on 6 nodes with $(basename "$LIB"): $(sed -n 's/^ft-restore: //p' "$LOGDIR/v1" | tail -1)"
 rm -rf "$FT_STORE_ROOT/vnode1/$FT_JOB" "$FT_STORE_ROOT/vnode4/$FT_JOB"
-restore >"$LOGDIR/r" 2>&1 || { cat "$LOGDIR/r"; fail "ft-restore of 2 lost nodes with $(basename "$LIB")"; }
+restore 6 >"$LOGDIR/r" 2>&1 || { cat "$LOGDIR/r"; fail "ft-restore of 2 lost nodes with $(basename "$LIB")"; }
 grep -q "2 lost node(s), 0 corrupt chunk(s)" "$LOGDIR/r" || { cat "$LOGDIR/r"; fail "restore summary"; }
-LD_LIBRARY_PATH=$ORIG_LD restore --verify >"$LOGDIR/v3" 2>&1 || { cat "$LOGDIR/v3"; fail "the rebuilt stores, checked with the system's ISA-L"; }
+LD_LIBRARY_PATH=$ORIG_LD restore 6 --verify >"$LOGDIR/v3" 2>&1 || { cat "$LOGDIR/v3"; fail "the rebuilt stores, checked with the system's ISA-L"; }
 grep -q " 0 with parity that does not match" "$LOGDIR/v3" || { cat "$LOGDIR/v3"; fail "the rebuilt parity does not match"; }
 train resumed 12 $ARGS || { log_of resumed | tail; fail "the relaunch failed"; }
 grep -q '^resumed from step 8$' "$LOGDIR/resumed" || { log_of resumed | tail; fail "expected resume from step 8"; }

@@ -21,7 +21,9 @@ train() {
   local name=$1 np=$2; shift 2
   timeout -k 10 120 mpirun -np "$np" "$TRAIN_EXE" "$@" >"$LOGDIR/$name" 2>&1
 }
-# train_bg NAME NP ARGS... : same, in the background; sets PID
+# restore NP ARGS... : ft-restore on NP nodes (one rank a node)
+restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
+# train_bg NAME NP ARGS... : same as train, in the background; sets PID
 train_bg() {
   local name=$1 np=$2; shift 2
   : >"$LOGDIR/$name"

@@ -28,7 +28,6 @@
 #     a stale store, cleared and used for vnode2.
 . "$(dirname "$0")/lib.sh"
 export FT_VIRTUAL_NODE_RANKS=2
-restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
 ARGS=(--steps 16 --snapshot-every 2 --state-mb 1)
 FT_JOB=ref FT_EC_K=3 FT_EC_M=1 train ref 8 "${ARGS[@]}" || { log_of ref | tail; fail "reference run"; }
 REF=$(digest_of ref)

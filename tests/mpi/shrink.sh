@@ -11,7 +11,6 @@ lose_node1() {  # the survivors are renumbered vnode0..2, as a relaunch sees the
   mv "$FT_STORE_ROOT/vnode2" "$FT_STORE_ROOT/vnode1"
   mv "$FT_STORE_ROOT/vnode3" "$FT_STORE_ROOT/vnode2"
 }
-restore() { timeout -k 10 120 mpirun -np "$1" "$B/ft-restore" "${@:2}"; }
 
 export FT_JOB=reslice
 timeout -k 10 120 mpirun -np 8 "$B/tests/mpi/reslice-check" write 7 >"$LOGDIR/w" 2>&1 || { cat "$LOGDIR/w"; fail "write"; }
