@@ -53,19 +53,14 @@ static void usage(FILE *f) {
       "usage: ft-bench-cuda [--state-mb M] [--bufs B] [--reps R] [--warmup W]\n"
       "                     [--compute-ms C]\n"
       "       ft-bench-cuda --devices\n"
-      "Run under mpirun (1 trainer + its SMP, normally by ft-bench).  Times\n"
-      "ft_snapshot+ft_fence of M MiB of device memory in B buffers against\n"
-      "cudaMemcpyAsync of the same buffers into pinned host memory, then\n"
-      "checks every byte through ft_restore.  FT_CAPTURE picks sync or lazy.\n"
       "  --state-mb M    MiB of device memory per trainer (default 256)\n"
       "  --bufs B        device buffers it is split into (default 16)\n"
       "  --reps R        timed repetitions, 3..1000 (default 21)\n"
       "  --warmup W      untimed snapshots first, >= 2 (default 3)\n"
-      "  --compute-ms C  lazy capture: host compute between ft_snapshot and\n"
-      "                  ft_fence, ms (default: 4 x the plain copy)\n"
-      "  --devices       no MPI: list the CUDA devices (exit 77 if none)\n"
-      "Prints 'result KEY VALUE' lines on rank 0.  Exit status: 0 done, 1 a\n"
-      "run failed or restored wrong bytes, 2 usage, 77 no CUDA device.\n",
+      "  --compute-ms C  lazy: host compute between snapshot and fence, ms\n"
+      "  --devices       no MPI: list the CUDA devices\n"
+      "  --help          this text\n"
+      "See ft-bench(1).\n",
       f);
 }
 

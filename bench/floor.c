@@ -20,10 +20,10 @@ enum { PIECE = 4 << 20, WINDOW = 8 };
 static void usage(FILE *f) {
   fputs("usage: ft-bench-floor hello\n"
         "       ft-bench-floor tcp BYTES\n"
-        "Run under mpirun.  hello: start, one MPI_Barrier, end (time it from\n"
-        "outside).  tcp: rank 0 sends BYTES to rank 1 (2 ranks), prints\n"
-        "'result tcp_bytes B' and 'result tcp_gbs X' (10^9 bytes/s).\n"
-        "Exit status: 0 done, 1 a failure, 2 usage.\n",
+        "  hello      start, one MPI_Barrier, end (time it from outside)\n"
+        "  tcp BYTES  rank 0 sends BYTES to rank 1 (2 ranks)\n"
+        "  --help     this text\n"
+        "See ft-bench(1).\n",
         f);
 }
 

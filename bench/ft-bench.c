@@ -123,34 +123,25 @@ typedef struct bench {
 /* ---- options ---- */
 
 static void usage(FILE *f) {
-  fputs(
-      "usage: ft-bench-mpi [--state-mb M] [--reps R] [--warmup W]\n"
-      "                    [--capture sync|lazy] [--compute-ms C]\n"
-      "                    [--fsync-dir DIR] [--fsync-reps F] [--verbose]\n"
-      "       ft-bench-mpi --isal-decode BYTES --k K --m M [--reps R]\n"
-      "                    [--threads T]\n"
-      "One measured configuration of ftrt, run under mpirun (normally by the\n"
-      "ft-bench script).  Every trainer registers M MiB and times snapshots\n"
-      "against a plain memcpy, the SMP's encode against raw ISA-L, and\n"
-      "write+fsync to DIR; rank 0 prints 'result KEY VALUE' lines.\n"
-      "  --state-mb M     MiB registered per trainer (default 64)\n"
-      "  --reps R         timed repetitions, 3..1000 (default 11)\n"
-      "  --warmup W       untimed snapshots first, >= 2 (default 2)\n"
-      "  --capture MODE   sets FT_CAPTURE for this run (default: as set)\n"
-      "  --compute-ms C   lazy capture: compute between ft_snapshot and\n"
-      "                   ft_fence, in ms when run alone (default: 4 x the\n"
-      "                   memcpy time)\n"
-      "  --fsync-dir DIR  also time write+fsync of the same bytes in DIR\n"
-      "  --fsync-reps F   on F of the repetitions (default 3)\n"
-      "  --verbose        one line per repetition\n"
-      "  --isal-decode B  no MPI: raw ISA-L rebuild rate of B bytes of one\n"
-      "                   lost chunk of a K+M code into touched memory\n"
-      "                   (isal_decode_gbs) and into fresh pages\n"
-      "                   (isal_decode_cold_gbs)\n"
-      "  --threads T      the B bytes split over T threads decoding at\n"
-      "                   once (default 1)\n"
-      "Exit status: 0 done, 1 a run failed, 2 usage.\n",
-      f);
+  fputs("usage: ft-bench-mpi [--state-mb M] [--reps R] [--warmup W]\n"
+        "                    [--capture sync|lazy] [--compute-ms C]\n"
+        "                    [--fsync-dir DIR] [--fsync-reps F] [--verbose]\n"
+        "       ft-bench-mpi --isal-decode BYTES --k K --m M [--reps R]\n"
+        "                    [--threads T]\n"
+        "  --state-mb M     MiB registered per trainer (default 64)\n"
+        "  --reps R         timed repetitions, 3..1000 (default 11)\n"
+        "  --warmup W       untimed snapshots first, >= 2 (default 2)\n"
+        "  --capture MODE   FT_CAPTURE for this run: sync or lazy\n"
+        "  --compute-ms C   lazy: compute between snapshot and fence, ms\n"
+        "  --fsync-dir DIR  also time write+fsync of the bytes in DIR\n"
+        "  --fsync-reps F   on F of the repetitions (default 3)\n"
+        "  --verbose        one line per repetition\n"
+        "  --isal-decode B  no MPI: raw ISA-L decode rate of B bytes\n"
+        "  --k K, --m M     the code of --isal-decode\n"
+        "  --threads T      --isal-decode: T threads at once (default 1)\n"
+        "  --help           this text\n"
+        "See ft-bench(1).\n",
+        f);
 }
 
 static int launcher_rank0(void) {

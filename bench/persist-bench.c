@@ -126,11 +126,11 @@ static double flush(int src, uint64_t bytes, const ft__dir_t *job,
 
 static void usage(FILE *f) {
   fputs("usage: ft-bench-persist [--dir DIR] [--mb MiB] [--reps R]\n"
-        "The disk tier's flush writer against plain write+fsync (and\n"
-        "O_DIRECT) of the same bytes to DIR (default /var/tmp), R times\n"
-        "each, alternating (default 5, 256 MiB).  Prints each repetition\n"
-        "and `ratio persist_flush_vs_fsync X` (fsync s / flush s), `ratio\n"
-        "persist_direct_vs_fsync X`.  Exit 0, 1 an error, 2 usage.\n",
+        "  --dir DIR   the directory written to (default /var/tmp)\n"
+        "  --mb MiB    bytes written each time, in MiB (default 256)\n"
+        "  --reps R    repetitions of each writer (default 5)\n"
+        "  --help      this text\n"
+        "See ft-bench(1).\n",
         f);
 }
 

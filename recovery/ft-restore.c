@@ -27,36 +27,18 @@
 #include "snapshot/hold.h"
 
 static void usage(FILE *f) {
-  fputs(
-      "usage: mpirun --map-by ppr:1:node ft-restore [options]\n"
-      "Rebuild the in-memory stores of lost nodes from the survivors, then\n"
-      "relaunch the job: ft_restore() resumes from the restored step.\n"
-      "One rank per node: the survivors and, in replace mode, spare nodes.\n"
-      "  --job NAME          job name (default: FT_JOB, else 'ftrt')\n"
-      "  --mode replace      put each lost node's data on a spare (default)\n"
-      "  --mode shrink       spread it over the survivors: the relaunch runs\n"
-      "                      on fewer nodes, global buffers re-sliced\n"
-      "  --dry-run           print the plan, change nothing\n"
-      "  --json              print the summary as one JSON object\n"
-      "  --verify            check every stripe (parity recomputed equals\n"
-      "                      parity held), change nothing\n"
-      "  --verify-losses     with --verify: decode every loss set of at most\n"
-      "                      m nodes and compare with the real bytes\n"
-      "  --quiet             no progress lines\n"
-      "Environment: FT_STORE_ROOT, FT_JOB, FT_PIECE_SIZE,\n"
-      "FT_FAULT=[stop:|flip:]restore|rebuilt|source, fail:link (tests),\n"
-      "FT_PERSIST_DIR (more losses than the code rebuilds: when it holds a\n"
-      "version of the job, every node's store is marked and the relaunch\n"
-      "resumes from disk; exit 0 and the step it resumes from),\n"
-      "FT_VIRTUAL_NODE_RANKS (rank N then serves virtual node N),\n"
-      "FT_TIMEOUT (how long to wait for a running launch of the job to\n"
-      "end: its SMP holds the store; then exit 1, nothing changed).\n"
-      "Exit: 0 restored or nothing to do, 3 too many losses (nothing\n"
-      "changed), 4 a rank fell silent for FT_TIMEOUT (dead, stopped or\n"
-      "partitioned: run it again on the hosts left), 5 a store without\n"
-      "room (make room there and run it again), 2 usage, 1 any other\n"
-      "error.\n",
-      f);
+  fputs("usage: mpirun --map-by ppr:1:node ft-restore [OPTIONS]\n"
+        "       ft-launch --one-per-node -- ft-restore [OPTIONS]\n"
+        "  --job NAME       job name (default: FT_JOB, else ftrt)\n"
+        "  --mode MODE      replace (default: onto spares) or shrink\n"
+        "  --dry-run        print the plan, change nothing\n"
+        "  --json           the summary as one JSON object\n"
+        "  --verify         check every stripe's parity, change nothing\n"
+        "  --verify-losses  with --verify: decode every loss set of <= m\n"
+        "  --quiet          no progress lines\n"
+        "  --help           this text\n"
+        "See ft-restore(1).\n",
+        f);
 }
 
 static int parse(int argc, char **argv, ft__config_t *cfg,

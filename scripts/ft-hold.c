@@ -40,26 +40,17 @@ static void usage(FILE *f) {
   fputs(
       "usage: ft-hold [--job NAME] [--store DIR] [--vnode N] [--timeout SEC]\n"
       "               arm WHEN | show | wait | release\n"
-      "Hold the job running on this node at a named point, so that a fault\n"
-      "lands exactly there (ft-chaos does this on every host).\n"
-      "  arm WHEN   arm a hold in the running job; WHEN is step=N (every\n"
-      "             trainer, once the snapshot of step >= N is committed) or\n"
-      "             phase=P[,step=N] (P: snapshot, crc, encode, commit).\n"
-      "             Refused (exit 4) when this node already passed step N.\n"
-      "  show       one line: the arming, how many processes are held\n"
-      "  wait       until every process that stops at the point is held here\n"
-      "  release    let the held processes go; the point holds no more\n"
-      "  --job NAME   job name (default: FT_JOB, else 'ftrt')\n"
-      "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt,\n"
-        "               /dev/shm/ftrt-UID for a user other than root)\n"
-      "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
-      "  --timeout SEC  give up waiting (wait; default 120)\n"
-      "FT_HOLD=WHEN arms the same point from launch on (phase=restore: in\n"
-      "ft-restore).  Exit: 0 done, 1 error, 2 usage, 3 no running job on this\n"
-      "node (not started yet, or ended), 4 too late or not held in time\n"
-      "(nothing is left armed), 5 store refused: not this user's private\n"
-      "directory (a symbolic link, another user's, or writable by group or\n"
-      "others; the message says which and how to fix it), nothing touched.\n",
+      "  arm WHEN       arm step=N or phase=P[,step=N] in the running job\n"
+      "  show           one line: the arming, how many are held\n"
+      "  wait           until every process that stops there is held\n"
+      "  release        let the held processes go\n"
+      "  --job NAME     job name (default: FT_JOB, else ftrt)\n"
+      "  --store DIR    store root (default: FT_STORE_ROOT, else "
+      "/dev/shm/...)\n"
+      "  --vnode N      virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
+      "  --timeout SEC  wait: give up after SEC seconds (default 120)\n"
+      "  --help         this text\n"
+      "See ft-hold(1).\n",
       f);
 }
 

@@ -26,46 +26,20 @@ typedef struct opts {
 } opts_t;
 
 static void usage(FILE *f) {
-  fputs(
-      "usage: ft-persist [--dir DIR] [--job NAME] [--json] COMMAND [ARGS]\n"
-      "Read the versions a job persisted to disk (DIR/<job>/), without MPI.\n"
-      "Commands:\n"
-      "  list                   complete versions, newest first (directory,\n"
-      "                         version, step, epoch, run, nodes, ranks,\n"
-      "                         bytes), and how many version directories are\n"
-      "                         incomplete (a flush interrupted or still\n"
-      "                         running) or damaged\n"
-      "  verify [VERSION]       read every file of VERSION (default: of each\n"
-      "                         complete version, newest first) and check\n"
-      "                         every CRC; one line a version, OK or what is "
-      "bad\n"
-      "  export VERSION OUTDIR  write VERSION as numpy .npy files (format "
-      "1.0,\n"
-      "                         dtype uint8, one a tensor) and\n"
-      "                         OUTDIR/index.json: a tensor registered in\n"
-      "                         slices whole in OUTDIR/global/, a private\n"
-      "                         buffer in OUTDIR/rank<R>/; OUTDIR must be new\n"
-      "                         or empty; every block read is checked\n"
-      "VERSION: a version number (the newest epoch's when a number recurs), a\n"
-      "directory name v<V>.e<E>, or 'latest' (export: the newest version "
-      "whose\n"
-      "every file verifies; verify: the newest complete one).\n"
-      "Options:\n"
-      "  --dir DIR   the persist directory (default: FT_PERSIST_DIR)\n"
-      "  --job NAME  job name (default: FT_JOB, else 'ftrt')\n"
-      "  --json      one JSON object instead of text\n"
-      "  --help      this text\n"
-      "Exit status: 0 done (verify: every version checked is good);\n"
-      "1 another error (out of memory, an unexpected I/O error); 2 usage;\n"
-      "3 DIR refused: not this user's private directory (a symbolic link,\n"
-      "another user's, writable by group or others), nothing read; 4 nothing\n"
-      "to read: no such directory, job or version, or no complete version;\n"
-      "5 a version is damaged: a file fails its CRC, is truncated or missing\n"
-      "(the message names it); 6 export: a global tensor's slices do not\n"
-      "cover it (the message names the missing bytes); 7 export: OUTDIR\n"
-      "exists and is not empty, or cannot be made or written (what the\n"
-      "export wrote is removed).\n",
-      f);
+  fputs("usage: ft-persist [--dir DIR] [--job NAME] [--json] list\n"
+        "       ft-persist [--dir DIR] [--job NAME] [--json] verify [VERSION]\n"
+        "       ft-persist [--dir DIR] [--job NAME] [--json] export VERSION "
+        "OUTDIR\n"
+        "  list           the complete versions, newest first\n"
+        "  verify         check every CRC of VERSION (default: of each one)\n"
+        "  export         write VERSION as .npy files and OUTDIR/index.json\n"
+        "  VERSION        a number, a directory name v<V>.e<E>, or latest\n"
+        "  --dir DIR      the persist directory (default: FT_PERSIST_DIR)\n"
+        "  --job NAME     job name (default: FT_JOB, else ftrt)\n"
+        "  --json         one JSON object instead of text\n"
+        "  --help         this text\n"
+        "See ft-persist(1).\n",
+        f);
 }
 
 /* The job's directory, or the exit status and a line on stderr. */

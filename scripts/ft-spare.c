@@ -58,38 +58,19 @@ typedef struct tool {
 } tool_t;
 
 static void usage(FILE *f) {
-  fputs(
-      "usage: ft-spare [--job NAME] [--store DIR] [--vnode N] [--until-eof]\n"
-      "                prepare BYTES | show | remove\n"
-      "Prepare this host as a spare of a job: the memory a recovery onto it\n"
-      "would take, allocated before the recovery needs it (ft-launch does\n"
-      "this on its free spares, and removes it when it ends).\n"
-      "  prepare BYTES  two files of BYTES bytes (a slot of the job's) in\n"
-      "                 ROOT/.spare-JOB, their pages allocated and zeroed;\n"
-      "                 files already there of that size are kept.  A\n"
-      "                 rebuild that makes this host a node of the job\n"
-      "                 takes them as its slots instead of making new ones.\n"
-      "                 It stops (keeping what it made) once the host holds\n"
-      "                 a store of the job, and (removing everything) when a\n"
-      "                 remove asks or, with --until-eof, when standard\n"
-      "                 input ends (ft-launch holds it open while it waits)\n"
-      "  show           one line: what is prepared here\n"
-      "  remove         remove the prepared files (nothing else); a\n"
-      "                 preparation under way is asked to stop, and waited "
-      "for\n"
-      "  --job NAME   job name (default: FT_JOB, else 'ftrt')\n"
-      "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt,\n"
-      "               /dev/shm/ftrt-UID for a user other than root)\n"
-      "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
-      "  --until-eof  (prepare) stop as a removal would once standard input\n"
-      "               ends\n"
-      "Exit: 0 done, 1 error, 2 usage, 3 this host holds a store of the job\n"
-      "and nothing prepared (a node of it, not a spare): nothing made, 4 no\n"
-      "room for the files: nothing left (a rebuild onto this host would\n"
-      "likely fail the same way), 5 store root refused: not this user's\n"
-      "private directory (the message says which and how to fix it),\n"
-      "nothing touched.\n",
-      f);
+  fputs("usage: ft-spare [--job NAME] [--store DIR] [--vnode N] [--until-eof]\n"
+        "                prepare BYTES | show | remove\n"
+        "  prepare BYTES  make two files of BYTES bytes for a rebuild to take\n"
+        "  show           one line: what is prepared here\n"
+        "  remove         remove the prepared files\n"
+        "  --job NAME     job name (default: FT_JOB, else ftrt)\n"
+        "  --store DIR    store root (default: FT_STORE_ROOT, else "
+        "/dev/shm/...)\n"
+        "  --vnode N      virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
+        "  --until-eof    prepare: stop, removing all, when stdin ends\n"
+        "  --help         this text\n"
+        "See ft-spare(1).\n",
+        f);
 }
 
 static int fail(const tool_t *t, int code, const char *msg) {

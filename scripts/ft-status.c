@@ -35,19 +35,15 @@ typedef struct view {
 } view_t;
 
 static void usage(FILE *f) {
-  fputs("usage: ft-status [--job NAME] [--store DIR] [--json] [--help]\n"
-        "Show what this node's store holds for a job: versions, states, sizes,\n"
-        "age, and the running SMP's phase, binding and counters.\n"
-        "  --job NAME   job name (default: FT_JOB, else 'ftrt')\n"
-        "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/ftrt,\n"
-        "               /dev/shm/ftrt-UID for a user other than root)\n"
-        "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
-        "  --json       one JSON object instead of the table\n"
-        "Exit status: 0 store found, 1 no store or unreadable, 2 usage,\n"
-        "3 store refused: not this user's private directory (a symbolic\n"
-        "link, another user's, or writable by group or others; the message\n"
-        "says which and how to fix it), nothing of it read.\n",
-        f);
+  fputs(
+      "usage: ft-status [--job NAME] [--store DIR] [--vnode N] [--json]\n"
+      "  --job NAME   job name (default: FT_JOB, else ftrt)\n"
+      "  --store DIR  store root (default: FT_STORE_ROOT, else /dev/shm/...)\n"
+      "  --vnode N    virtual node N (FT_VIRTUAL_NODE_RANKS layouts)\n"
+      "  --json       one JSON object instead of the table\n"
+      "  --help       this text\n"
+      "See ft-status(1).\n",
+      f);
 }
 
 static double age_s(uint64_t ns) {

@@ -38,53 +38,75 @@ WANT=$(sed -n 's/.*XX(ECORRUPT, *-[0-9]*, *"\([^"]*\)").*/\1/p' "$S/include/ftrt
 # (case 1) or as the unprivileged user (case 2).
 cat >"$T/check.sh" <<'EOF'
 set -u
-P=$1 T=$2 WANT=$3
+P=$1 L=$2 T=$3 WANT=$4
 fail() { echo "FAIL ($P): $*"; exit 1; }
 CLEAN=(env -i PATH=/usr/bin:/bin HOME="$T" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
-flags=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --cflags --libs ftrt) || fail "pkg-config finds no ftrt.pc"
+flags=$(PKG_CONFIG_PATH=$L/pkgconfig pkg-config --cflags --libs ftrt) || fail "pkg-config finds no ftrt.pc"
 mpicc "$T/t.c" $flags -o "$T/t-$$" || fail "mpicc t.c $flags failed"
 out=$("${CLEAN[@]}" "$T/t-$$" 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "a program built with pkg-config's flags ($flags) exits $rc: $out"
 [ "$out" = "$WANT" ] || fail "ft_strerror(FT_ECORRUPT) printed '$out', want '$WANT'"
 lib=$("${CLEAN[@]}" ldd "$T/t-$$" | sed -n 's/.*libftrt\.so\.0 => \([^ ]*\).*/\1/p')
-[ "$lib" = "$P/lib/libftrt.so.0" ] || fail "the program loads libftrt.so.0 from '$lib', not $P/lib"
+[ "$lib" = "$L/libftrt.so.0" ] || fail "the program loads libftrt.so.0 from '$lib', not $L"
 out=$("${CLEAN[@]}" timeout -k 5 120 mpirun -np 1 "$P/bin/ft-train-example" --no-ftrt \
   --steps 3 --state-mb 1 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "the installed ft-train-example exits $rc: $(echo "$out" | tail -3)"
 grep -q '^digest [0-9a-f]*$' <<<"$out" || fail "the installed ft-train-example printed no digest: $out"
 lib=$("${CLEAN[@]}" ldd "$P/bin/ft-train-example" | sed -n 's/.*libftrt\.so\.0 => \([^ ]*\).*/\1/p')
-[ "$lib" = "$P/lib/libftrt.so.0" ] || fail "ft-train-example loads libftrt.so.0 from '$lib', not $P/lib"
+[ "$lib" = "$L/libftrt.so.0" ] || fail "ft-train-example loads libftrt.so.0 from '$lib', not $L"
 echo "# $P: a pkg-config program and ft-train-example run under env -i, libftrt from $lib"
 EOF
 
 # ---- 1. as root into /usr/local, the cache refreshed by make install
+mkvar() { sed -n "s/^$1 = //p" "$B/Makefile"; }
 usr_local() {
-  local prefix; prefix=$(sed -n 's/^prefix = //p' "$B/Makefile")
+  local prefix libdir searched
+  prefix=$(mkvar prefix)
+  libdir=$(PKG_CONFIG_PATH=$B pkg-config --variable=libdir ftrt)
+  searched=$(mkvar FT_LIBDIR_SEARCHED)
   [ "$prefix" = /usr/local ] || { note "case 1 skipped: this build's prefix is $prefix"; return 0; }
+  [ -z "$(mkvar FT_SAN_CFLAGS)" ] || { note "case 1 skipped: a sanitizer build"; return 0; }
   [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
     unshare -m --propagation private true 2>/dev/null ||
     { note "case 1 skipped: needs root and a mount namespace (unshare -m)"; return 0; }
   cat >"$T/ns.sh" <<'EOF'
 set -u
-B=$1 T=$2
+B=$1 T=$2 L=$4 SEARCHED=$5
+# The overlays' upper layers on a tmpfs of the namespace (an upper layer on
+# an overlayfs /tmp, as in a container, is refused), the loader's aux-cache
+# (/var/cache/ldconfig) on one too: nothing of the install reaches the host.
+mkdir -p "$T/ovl" && mount -t tmpfs tmpfs "$T/ovl" || exit 1
 for d in usr etc; do
-  mkdir -p "$T/$d-up" "$T/$d-work"
-  mount -t overlay overlay -o "lowerdir=/$d,upperdir=$T/$d-up,workdir=$T/$d-work" "/$d" ||
+  mkdir -p "$T/ovl/$d-up" "$T/ovl/$d-work"
+  mount -t overlay overlay -o "lowerdir=/$d,upperdir=$T/ovl/$d-up,workdir=$T/ovl/$d-work" "/$d" ||
     { echo "SKIP: no overlay mount of /$d"; exit 77; }
 done
-rm -f /usr/local/lib/libftrt.* /usr/local/lib/pkgconfig/ftrt.pc /usr/local/bin/ft-train-example
+[ ! -d /var/cache/ldconfig ] || mount -t tmpfs tmpfs /var/cache/ldconfig || exit 1
+# A fresh machine: no ftrt where the loader looks (only /usr is ours to empty).
+rm -f /usr/local/lib/pkgconfig/ftrt.pc /usr/local/bin/ft-train-example
+for f in $(ldconfig -p | sed -n 's/.*libftrt\.so[.0-9]* .*=> //p') "$L"/libftrt.*; do
+  case $f in
+    /usr/*) rm -f "$f" ;;
+    *) echo "SKIP: an ftrt outside /usr is in the loader's cache: $f"; exit 77 ;;
+  esac
+done
 ldconfig || exit 1
 ! ldconfig -p | grep -q libftrt || { echo "FAIL: libftrt still in the loader's cache"; exit 1; }
 # FT_OTHER_PYTHON= : the package only under /usr, not in another interpreter's tree
 (cd "$B" && make -s install FT_OTHER_PYTHON= >"$T/install-1.log" 2>&1) ||
   { tail -20 "$T/install-1.log"; echo "FAIL: make install into /usr/local failed"; exit 1; }
-bash "$T/check.sh" /usr/local "$T" "$3" || exit 1
-grep -q "^ftrt: refreshed the loader's cache" "$T/install-1.log" ||
-  { cat "$T/install-1.log"; echo "FAIL: make install as root did not say it refreshed the cache"; exit 1; }
+bash "$T/check.sh" /usr/local "$L" "$T" "$3" || exit 1
+if [ "$SEARCHED" = yes ]; then
+  grep -q "^ftrt: refreshed the loader's cache" "$T/install-1.log" ||
+    { cat "$T/install-1.log"; echo "FAIL: make install as root did not say it refreshed the cache"; exit 1; }
+else
+  ! grep -q "^ftrt: refreshed the loader's cache" "$T/install-1.log" ||
+    { echo "FAIL: make install ran ldconfig for $L, which the loader does not search"; exit 1; }
+fi
 EOF
-  unshare -m --propagation private bash "$T/ns.sh" "$B" "$T" "$WANT"
+  unshare -m --propagation private bash "$T/ns.sh" "$B" "$T" "$WANT" "$libdir" "$searched"
   local rc=$?
-  [ $rc -eq 77 ] && { note "case 1 skipped: overlayfs not available"; return 0; }
+  [ $rc -eq 77 ] && { note "case 1 skipped (above)"; return 0; }
   [ $rc -eq 0 ] || exit 1
 }
 
@@ -107,7 +129,7 @@ own_prefix() {
   ! grep -q "^ftrt: refreshed the loader's cache" "$T/install-2.log" ||
     fail "make install into $T/prefix ran ldconfig (its libdir is not the loader's)"
   note "case 2: built and installed as $who"
-  "${as[@]}" bash "$T/check.sh" "$T/prefix" "$T" "$WANT" || exit 1
+  "${as[@]}" bash "$T/check.sh" "$T/prefix" "$T/prefix/lib" "$T" "$WANT" || exit 1
 }
 
 usr_local

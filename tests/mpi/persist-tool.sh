@@ -42,7 +42,7 @@ says() {  # NAME STREAM PATTERN
 
 # ---- usage ----
 run help 0 --help
-says help out "Exit status"
+says help out "See ft-persist(1)"
 run nocmd 2
 says nocmd err "no command"
 run badcmd 2 frobnicate
