@@ -1,7 +1,7 @@
 /*
  * Agreement: after any step that can fail on some ranks, every rank of the
  * communicator learns the same status, so none is left waiting in a
- * collective the others abandoned (STYLE.md 5).
+ * collective the others abandoned (CONTRIBUTING.md rule 5).
  */
 #ifndef FT_BASE_AGREE_H
 #define FT_BASE_AGREE_H

@@ -1,7 +1,7 @@
 /*
  * The replaceable allocator behind ft__malloc and friends.
  *
- * This is the one mutable global of the library, against STYLE.md rule 4,
+ * This is the one mutable global of the library, against CONTRIBUTING.md rule 4,
  * and on purpose: the allocations it serves happen in functions that take no
  * context (ft__codec_create, ft__meta_read, ft__groups_form) and
  * in ft_init before a context exists, so the allocator cannot hang off

@@ -1,5 +1,5 @@
 /*
- * The library's allocator (STYLE.md 11, libuv's uv__malloc): every block
+ * The library's allocator (CONTRIBUTING.md rule 11, libuv's uv__malloc): every block
  * ftrt allocates for itself goes through these, so that ft_replace_allocator
  * can put a counting or failing allocator under the whole library (the
  * out-of-memory test does).  Memory handed out by another library (hwloc,

@@ -4,7 +4,7 @@
  * vector registers dirty: they do not end with vzeroupper.  Until the next
  * vzeroupper, every legacy-SSE instruction the thread runs pays a
  * dependency on those upper halves -- measured on this project's 2-vCPU
- * AMD EPYC VM (stop 23): an SSE-compiled training loop ran 2.5 to 4 times
+ * AMD EPYC VM: an SSE-compiled training loop ran 2.5 to 4 times
  * slower for the rest of the process after one CRC in ft_snapshot, and
  * back at full speed with a vzeroupper after it.  ft__isal_done() clears
  * them before control goes back to code that may be SSE (ours, or the

@@ -282,7 +282,7 @@ typedef struct next_slot {
  * as many threads as this process may run on, up to PREFAULT_THREADS: the
  * other ranks of the rebuild wait meanwhile, and a fault of a fresh tmpfs
  * page costs about a microsecond (341 MiB took 90-120 ms on one thread of
- * the 2-vCPU VM of stop 38, 38-44 ms on two). */
+ * the 2-vCPU VM, 38-44 ms on two). */
 #define PREFAULT_THREADS 4
 #define PREFAULT_ALIGN (2u << 20)
 #define PREFAULT_MIN_PART (16u << 20)

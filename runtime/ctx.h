@@ -1,5 +1,5 @@
 /*
- * The context: all state of one process of a job hangs off it (STYLE.md 4).
+ * The context: all state of one process of a job hangs off it (CONTRIBUTING.md rule 4).
  * A process is either its node's SMP or a trainer; the fields used by each
  * role are grouped.
  */

@@ -92,7 +92,7 @@ static int node_key_of(const ft_ctx_t *c, node_key_t *k, char *msg,
  * (Ubuntu 24.04's 4.1.6) told the ranks of one host that their neighbour
  * was elsewhere, on one host of two and not the other; the ranks then
  * split differently and waited inside the split for ever (the GPU
- * machine, stop 39; open-mpi/ompi issues 10416 and 11585).  And ranks
+ * machine; open-mpi/ompi issues 10416 and 11585).  And ranks
  * that do not share the host's store are no node of ftrt's. */
 static int split_by_host(ft_ctx_t *c, char *msg, size_t msglen) {
   node_key_t me;
@@ -225,7 +225,7 @@ static int log_once_and_destroy(ft_ctx_t *c, int rc, int local_rc,
    * ft-launch runs after a failed relaunch, never ran.  No process returns
    * into the program: each ends here with status 1 (what it printed
    * first flushed), after the agreement and the reason.  The one exception
-   * to STYLE.md 5 (return a status): FT_REBUILD is ft-launch's, set on its
+   * to CONTRIBUTING.md rule 5 (return a status): FT_REBUILD is ft-launch's, set on its
    * own relaunches only, and ft_init already ends a process whose peers
    * fell silent. */
   int end = all[1] != 0;

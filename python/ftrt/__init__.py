@@ -104,7 +104,25 @@ def init():
     ctx = ctypes.c_void_p()
     comm_buf = (ctypes.c_char * MPI._sizeof(MPI.Comm))()
     check(handle.ft_init(None, None, ctypes.byref(ctx), comm_buf), "ft_init")
+    _abort_on_uncaught(MPI)
     return Context(ctx, _comm_from_handle(comm_buf))
+
+
+def _abort_on_uncaught(MPI):
+    """An exception no one catches ends the job, as ``python -m mpi4py``
+    does: at exit mpi4py would call MPI_Finalize, which waits for the
+    node's SMP, which serves until every trainer calls ft_finalize, and the
+    job would hang.  The traceback is printed first; the committed
+    snapshots stay in the node stores for the relaunch."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    sys.excepthook = hook
 
 
 def init_process_group(comm, backend="gloo", timeout_s=None):

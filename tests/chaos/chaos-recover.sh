@@ -147,7 +147,7 @@ ok "hostfile path: s1 partitioned during the rebuild: its ranks stopped, the wat
 # (before: exit 5, s2 never tried).  Run on h3, a host of the job: mpirun's
 # own host gets rank 0, so ft-restore's ranks are not in the hostfile's
 # order, and the spare is found by name.  Again under --verbose, which
-# changes only what is shown (before stop 38: no filter read ft-restore's
+# changes only what is shown (without the filter, nothing read ft-restore's
 # line naming s1, and ft-launch stopped with exit 5).
 spare_next() {  # spare_next LOG [ARGS...]
   local log=$1; shift

@@ -37,7 +37,7 @@ grep -q '^mpi_nodes: 12 ranks on 4 nodes: h1\[0-2\] h2\[3-5\] h3\[6-8\] h4\[9-11
 ok "ft-launch --cluster --ppn 2: 4 nodes x 3 consecutive ranks, allreduce ok"
 
 # OMPI_MCA_plm=isolated, as a container image may set (the GPU machine
-# of stop 30 did): mpirun would start nothing on the hosts ("All nodes
+# of an earlier version did): mpirun would start nothing on the hosts ("All nodes
 # which are allocated for this job are already filled").
 OMPI_MCA_plm=isolated FT_EXTRA_T=x$$ timeout 120 "$FT_LAUNCH" --cluster --nodes 2 --ppn 1 --job envj \
   --ec 1+1 --timeout 9 -- sh -c \
@@ -99,7 +99,7 @@ ok "a btl of the user's (--mpirun-arg or OMPI_MCA_btl) replaces ft-launch's, the
 # /dev/shm, ranks 2-3 as FT_T_SECOND says (TCP only: MPI's shared memory
 # would cross them).  The other way round, Open MPI 4.1 with an external
 # PMIx (Ubuntu 24.04's) put ranks of one host on nodes of their own, on
-# one host and not another, and ft_init hung (the GPU machine, stop 39).
+# one host and not another, and ft_init hung (seen on the GPU machine).
 k1=$(keeper_of h1) k2=$(keeper_of h2)
 cat >"$WORK/enter" <<EOF
 #!/bin/sh

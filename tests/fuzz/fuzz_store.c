@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for what the node store reads back from tmpfs that another
- * process wrote (docs/design.md section 4, STYLE.md "Fuzz what is read"):
+ * process wrote (docs/design.md section 4, CONTRIBUTING.md "Fuzz what another process wrote"):
  *
  *   first byte & 3 == 0  slot image -> ft__slot_validate, as read (the
  *                        header checksum catches almost every mutation of

@@ -2,7 +2,7 @@
  * An application's error handler on MPI_COMM_WORLD is kept by ft_init, on
  * MPI_COMM_WORLD and on app_comm (mpi4py sets MPI_ERRORS_RETURN: a failed
  * call raises instead of ending the job).  ft_init makes its own splits
- * with errors fatal, and app_comm was split while they were (stop 39):
+ * with errors fatal, and app_comm was split while they were:
  * each rank checks both handlers and that a send to a rank app_comm lacks
  * returns MPI_ERR_RANK.  Prints "comm-handler: ok" on every trainer, or
  * what it found; exits 1 when a check failed.

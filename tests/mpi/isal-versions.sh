@@ -6,8 +6,8 @@
 # 2.31's ec_init_tables keeps 8 bytes a coefficient where 2.30 and 2.32
 # keep 32: code that finds a row's or a source's table inside ISA-L's
 # output by its own arithmetic computes wrong parity (an SMP's second parity
-# of a 4+2 job) and rebuilds wrong bytes, under CRCs made of them.  Before
-# stop 40 test_codec failed 73 of its 159 checks with that library, and a
+# of a 4+2 job) and rebuilds wrong bytes, under CRCs made of them.  With
+# such a codec, test_codec failed 73 of its 159 checks with that library, and a
 # 4+2 job's parity did not match its data.
 # The library is fetched once into the build directory (apt-get download of
 # main from the suite trixie of this machine's own Debian sources, into

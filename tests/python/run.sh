@@ -37,4 +37,21 @@ for mode in sync lazy; do
   cat "$WORK/out.1"
   [ $r -eq 0 ] || { echo "FAIL: test_mpi.py with FT_CAPTURE=$mode: mpirun exit $r"; cat "$WORK/out.0"; rc=1; }
 done
+# An exception no trainer catches ends the job (an MPI abort) instead of
+# leaving it waiting in MPI_Finalize for an SMP that serves until every
+# trainer finalizes; the traceback is shown.  timeout only bounds a hang.
+echo "# an uncaught exception after ftrt.init()"
+FT_JOB=py-raise timeout -k 10 120 mpirun --oversubscribe --bind-to none -np 2 \
+  -x PYTHONPATH -x FTRT_LIBRARY -x FT_STORE_ROOT -x FT_TIMEOUT -x FT_JOB \
+  "$PY" -c 'import ftrt; ctx = ftrt.init(); raise RuntimeError("raised on purpose")' >"$WORK/raise" 2>&1
+r=$?
+if [ $r -eq 124 ] || [ $r -eq 137 ]; then
+  echo "FAIL: a trainer's uncaught exception left the job hanging (ended by timeout, exit $r)"; rc=1
+elif [ $r -eq 0 ]; then
+  echo "FAIL: a job whose trainer raised exited 0"; rc=1
+elif ! grep -q 'RuntimeError: raised on purpose' "$WORK/raise"; then
+  echo "FAIL: the traceback was not shown:"; cat "$WORK/raise"; rc=1
+else
+  echo "# the job ended with exit $r, the traceback shown"
+fi
 exit $rc

@@ -32,7 +32,7 @@ def test_init_returns_the_trainers_comm(ctx):
 def test_an_mpi_error_on_the_comm_raises(ctx):
     # mpi4py makes MPI errors return (and raise); ft_init's own splits run
     # with errors fatal, and the trainers' comm must get the handler back
-    # (stop 39: split while it was fatal, a bad send ended the job)
+    # (split while it was fatal, a bad send would end the job)
     from mpi4py import MPI
     with pytest.raises(MPI.Exception) as e:
         ctx.comm.send(1, dest=ctx.size)
