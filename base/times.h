@@ -1,7 +1,7 @@
 /*
  * Recovery timing: the points a relaunched job and ft-restore pass, told to
  * ft-launch so that it can say where the downtime of a recovery went (issue
- * 18; README, "Downtime of a recovery").  Times are wall-clock
+ * 18; docs/performance.md, downtime_vs_floor).  Times are wall-clock
  * (CLOCK_REALTIME) milliseconds, so that ft-launch can set them beside its
  * own; across hosts they are as close as the hosts' clocks.
  */

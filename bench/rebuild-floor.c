@@ -8,7 +8,7 @@
  * /dev/shm).  The chain needs 3 copies, 2 multiply-adds, a first term, 4
  * CRCs (3 sources against their seals, the result) and 2 slots (the
  * rebuilt one and the next snapshot's), printed as CPU time and as that
- * time over 2 CPUs (README: rebuild_vs_isal_decode).
+ * time over 2 CPUs (docs/performance.md: rebuild_vs_isal_decode).
  */
 #include <fcntl.h>
 #include <isa-l/crc64.h>

@@ -282,7 +282,7 @@ void ft__slot_prefault_range(ft__slot_t *s, uint64_t off, uint64_t len);
  * (a slot file ft-spare prepared): on tmpfs (or ramfs) mapped as a read
  * would map them, many a fault (the kernel maps the pages around a read
  * fault that are there and written; writable, as such a mapping needs no
- * write notice), where a write fault maps one page.  Stop 38's VM, 341 MiB
+ * write notice), where a write fault maps one page.  The 2-vCPU VM, 341 MiB
  * prepared: 36-46 ms against 78-95 ms, no fault on the writes after.  A
  * page never written (only reserved, or beyond what was prepared) costs a
  * fault as before; elsewhere (a disk file system) it is

@@ -5,8 +5,8 @@
 # encoded under it has committed.  The only committed version is then one
 # encoded under the old layout, and recovery must use that layout: the job
 # resumes with exactly the committed bytes, or, beyond m losses in a group,
-# is refused with exit 3 and nothing changed (README, "What ftrt
-# guarantees").
+# is refused with exit 3 and nothing changed (docs/guarantees.md,
+# G3).
 #
 # The first fault and the shrink are two steps (as ft-launch --restarts
 # does them: the attempt, then ft-restore --mode shrink on the survivors);

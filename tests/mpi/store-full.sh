@@ -131,7 +131,7 @@ FT_JOB=full8 FT_STORE_ROOT=$REF_ROOT train ref8 3 --steps 8 --snapshot-every 2 -
 want8=$(digest_of ref8)
 cases "" ""
 # The store on 2 MiB pages, as ft-cluster's hosts have it (and as the
-# README recommends): reserving a slot still fails with FT_ENOSPC, not a
+# docs/guarantees.md recommends): reserving a slot still fails with FT_ENOSPC, not a
 # SIGBUS, where a huge page cannot be had.
 if [ -r /sys/kernel/mm/transparent_hugepage/shmem_enabled ] &&
   ! grep -q '\[deny\]' /sys/kernel/mm/transparent_hugepage/shmem_enabled; then
