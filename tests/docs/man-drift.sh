@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The man pages against the tools.  For every program and script that make
-# install puts in bindir (bin_PROGRAMS, bin_SCRIPTS; not demo): its page
+# install puts in bindir (bin_PROGRAMS, bin_SCRIPTS): its page
 # is man/TOOL.1 (man/ft-bench.1 for the ft-bench-* helpers) and make
 # install installs it (dist_man_MANS); TOOL --help exits 0 and every long
 # flag it prints (--name), and every flag of each COMMAND --help when it
@@ -90,7 +90,6 @@ declare -A PROGRAM_OF=() PAGE_USED=()
 TOOLS=0
 for entry in $FTRT_BIN_PROGRAMS $FTRT_BIN_SCRIPTS; do
   name=${entry##*/}
-  [ "$name" != demo ] || continue
   case " $FTRT_BIN_PROGRAMS " in *" $entry "*) PROGRAM_OF[$name]=1 ;; esac
   case $name in ft-bench-*) page=ft-bench.1 ;; *) page=$name.1 ;; esac
   if [ -x "$B/$entry" ]; then path=$B/$entry
