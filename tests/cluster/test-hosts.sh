@@ -23,6 +23,26 @@ grep -qv ' slots=[0-9]' <<<"$("$X" hosts)" && fail "hosts lines: $("$X" hosts)"
   fail "hosts --all: $("$X" hosts --all)"
 ok "hosts lists h1..h4, --all adds spare s1"
 
+# One spelling of the cluster in every tool, --cluster=C (--cluster C and
+# ft-cluster's --name C too); a bad name is a usage error, FT_CLUSTER's
+# only when no --cluster replaces it.
+[ "$(FT_CLUSTER=BAD "$X" hosts --cluster="$CL")" = "$("$X" hosts)" ] &&
+  [ "$(FT_CLUSTER=BAD "$X" --cluster "$CL" hosts)" = "$("$X" hosts)" ] ||
+  fail "ft-cluster --cluster C / --cluster=C"
+FT_CLUSTER=BAD "$X" hosts >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "FT_CLUSTER=BAD ft-cluster hosts: exit $rc, expected 2"
+"$X" hosts --cluster=BAD >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "ft-cluster hosts --cluster=BAD: exit $rc, expected 2"
+for form in "--cluster=$CL" "--cluster $CL"; do
+  # shellcheck disable=SC2086
+  out=$(FT_CLUSTER= "$FT_LAUNCH" $form --dry-run -- true) || fail "ft-launch $form --dry-run"
+  grep -qx '# spares: up to 1 of s1' <<<"$out" ||
+    fail "ft-launch $form: the cluster's spare is not the default (--spares): $out"
+done
+out=$("$FT_LAUNCH" --cluster="$CL" --spares 0 --dry-run -- true) || fail "--spares 0 --dry-run"
+grep -qx '# spares: up to 0 of s1' <<<"$out" || fail "--spares 0 on the cluster: $out"
+ok "--cluster=C and --cluster C in every tool; the cluster's spares are ft-launch's default"
+
 for h in h1 h2 h3 h4 s1 head; do
   got=$("$X" exec "$h" hostname) || fail "exec $h hostname"
   [ "$got" = "$h" ] || fail "host $h calls itself '$got'"

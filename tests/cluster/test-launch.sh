@@ -27,6 +27,30 @@ expect_rc 2 'exclude each other' --cluster --hostfile /dev/null -- true
 expect_rc 2 'unknown option' --frobnicate -- true
 expect_rc 2 '--ppn' --ppn 0 -- true
 ok "usage errors exit 2 with a message"
+
+# A command line whose options cannot all be ft-launch's is refused before
+# anything starts: an option of ft-launch's after PROGRAM and before "--"
+# (it would reach the program, and ft-launch would do something else than
+# asked); --cluster C names the cluster when PROGRAM follows a later "--".
+expect_rc 2 "--dry-run comes after PROGRAM 'prog' and before '--'" --nodes 2 prog --dry-run -- x
+out=$("$L" --dry-run --nodes 2 prog -- x) || fail "a program's own '--' refused"
+[[ $out == *" prog -- x "* ]] || fail "a program's own '--' did not reach it: $out"
+expect_rc 1 "no cluster 'nolaunch$$'" --cluster "nolaunch$$" --dry-run -- true
+ok "options after PROGRAM refused (exit 2); --cluster C before '--' names the cluster"
+
+# A tool run (--one-per-node) on fewer nodes than the job's code needs:
+# ft-restore reads the code from the stores.  A 3+1 job of 4 virtual nodes
+# (FT_EC_K/FT_EC_M exported, as the README shows), then ft-restore --mode
+# shrink --dry-run on 3 of them.
+FT_EC_K=3 FT_EC_M=1 FT_STORE_ROOT=$WORK/ecstore "$L" --nodes 4 --job ectool -- \
+  ft-train-example --steps 10 --snapshot-every 5 --state-mb 1 >"$WORK/ec4.out" 2>&1 ||
+  { cat "$WORK/ec4.out"; fail "a 3+1 job on 4 virtual nodes"; }
+FT_EC_K=3 FT_EC_M=1 FT_STORE_ROOT=$WORK/ecstore "$L" --nodes 3 --one-per-node --job ectool -- \
+  ft-restore --job ectool --mode shrink --dry-run >"$WORK/ec3.out" 2>&1 ||
+  { cat "$WORK/ec3.out"; fail "ft-restore --mode shrink on 3 nodes of a 3+1 job refused"; }
+grep -qx 'ft-restore: dry run, nothing changed' "$WORK/ec3.out" ||
+  { cat "$WORK/ec3.out"; fail "ft-restore --dry-run did not run"; }
+ok "FT_EC_K=3 FT_EC_M=1: ft-launch --one-per-node on 3 nodes runs ft-restore --mode shrink"
 # A failing program is retried: ft-restore runs (and here finds no store).
 FT_STORE_ROOT=$WORK/store expect_rc 1 'restart 1 of 1: attempt failed with status 1; recovering' --restarts 1 --job none -- false
 grep -q "ft-restore failed" "$WORK/rc.out" || { cat "$WORK/rc.out"; fail "--restarts did not run ft-restore"; }
