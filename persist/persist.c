@@ -26,6 +26,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "ec/crc.h"
+#include "snapshot/meta.h"
 
 #define PNODE_MAGIC "FTRTPNOD"
 #define PVER_MAGIC "FTRTPVER"
@@ -104,16 +105,6 @@ int ft__persist_parse_dirname(const char *name, uint64_t *version,
 
 /* ---- encoding ---- */
 
-static void put(uint8_t **p, const void *src, size_t n) {
-  if (n)
-    memcpy(*p, src, n);
-  *p += n;
-}
-
-static int str_ok(const char *s, size_t cap) {
-  return memchr(s, '\0', cap) != NULL;
-}
-
 static size_t pnode_size(const ft__pnode_t *n) {
   size_t b = sizeof(pnode_fixed_t) + sizeof(uint64_t);
   for (uint32_t i = 0; i < n->nranks; i++)
@@ -142,16 +133,16 @@ int ft__pnode_encode(const ft__pnode_t *n, uint8_t **out, size_t *len) {
                      .nonce = n->nonce};
   memcpy(f.magic, PNODE_MAGIC, 8);
   snprintf(f.job, sizeof(f.job), "%s", n->job);
-  put(&p, &f, sizeof(f));
+  ft__put(&p, &f, sizeof(f));
   for (uint32_t i = 0; i < n->nranks; i++) {
     const ft__prank_t *r = &n->ranks[i];
     prank_fixed_t rf = {r->rank, r->nbufs, r->bytes, r->crc};
-    put(&p, &rf, sizeof(rf));
-    put(&p, r->block_crc, ft__persist_blocks(r->bytes) * sizeof(uint64_t));
-    put(&p, r->bufs, r->nbufs * sizeof(ft__buf_rec_t));
+    ft__put(&p, &rf, sizeof(rf));
+    ft__put(&p, r->block_crc, ft__persist_blocks(r->bytes) * sizeof(uint64_t));
+    ft__put(&p, r->bufs, r->nbufs * sizeof(ft__buf_rec_t));
   }
   uint64_t crc = ft__crc64(0, buf, total - sizeof(crc));
-  put(&p, &crc, sizeof(crc));
+  ft__put(&p, &crc, sizeof(crc));
   *out = buf;
   *len = total;
   return FT_OK;
@@ -214,7 +205,7 @@ static int check_bufs(const ft__prank_t *r, const char *path, char *msg,
                       size_t msglen) {
   for (uint32_t b = 0; b < r->nbufs; b++) {
     const ft__buf_rec_t *br = &r->bufs[b];
-    if (!str_ok(br->name, sizeof(br->name)) || br->bytes > r->bytes ||
+    if (!ft__str_ok(br->name, sizeof(br->name)) || br->bytes > r->bytes ||
         br->offset > r->bytes - br->bytes ||
         (!br->global_bytes && br->global_offset) ||
         (br->global_bytes &&
@@ -265,7 +256,7 @@ static int decode_pnode(const uint8_t *buf, size_t len, ft__pnode_t *n,
                                          msglen);
   if (rc)
     return rc;
-  if (!str_ok(f.job, sizeof(f.job)) || f.nnodes < 1 || f.node >= f.nnodes ||
+  if (!ft__str_ok(f.job, sizeof(f.job)) || f.nnodes < 1 || f.node >= f.nnodes ||
       f.block_bytes != FT_PERSIST_BLOCK || f.nranks > FT_MAX_LOCAL ||
       f.nranks > f.ntrainers)
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: fields out of range", path);
@@ -312,13 +303,13 @@ int ft__pversion_encode(const ft__pversion_t *v, uint8_t **out, size_t *len) {
                     .total_bytes = total};
   memcpy(f.magic, PVER_MAGIC, 8);
   snprintf(f.job, sizeof(f.job), "%s", v->job);
-  put(&p, &f, sizeof(f));
+  ft__put(&p, &f, sizeof(f));
   for (uint32_t i = 0; i < v->nnodes; i++) {
-    put(&p, &v->node_crc[i], 8);
-    put(&p, &v->node_bytes[i], 8);
+    ft__put(&p, &v->node_crc[i], 8);
+    ft__put(&p, &v->node_bytes[i], 8);
   }
   uint64_t crc = ft__crc64(0, buf, total - sizeof(crc));
-  put(&p, &crc, sizeof(crc));
+  ft__put(&p, &crc, sizeof(crc));
   *out = buf;
   *len = total;
   return FT_OK;
@@ -336,7 +327,7 @@ static int decode_pversion(const uint8_t *buf, size_t len, ft__pversion_t *v,
                                          msglen);
   if (rc)
     return rc;
-  if (!str_ok(f.job, sizeof(f.job)) || f.nnodes < 1 ||
+  if (!ft__str_ok(f.job, sizeof(f.job)) || f.nnodes < 1 ||
       (len - sizeof(f) - 8) / 16 != f.nnodes || (len - sizeof(f) - 8) % 16)
     return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: fields out of range", path);
   memcpy(v->job, f.job, sizeof(v->job));
@@ -371,8 +362,8 @@ int ft__pversion_decode(const uint8_t *buf, size_t len, ft__pversion_t *v,
 
 /* ---- writing ---- */
 
-/* store.c's advice on a refused directory names the store root: under the
- * persist directory, it is FT_PERSIST_DIR that the user sets. */
+/* snapshot/dir.c's advice on a refused directory names the store root: under
+ * the persist directory, it is FT_PERSIST_DIR that the user sets. */
 static int persist_advice(int rc, char *msg, size_t msglen) {
   if (!rc || !msg || !msglen || !strstr(msg, "FT_STORE_ROOT"))
     return rc;

@@ -1,14 +1,154 @@
-/* group.meta exchange: lengths first, then whether every member could
- * allocate room for the table, then the bytes (all non-blocking, completed
- * by the caller's wait function).  A member out of memory still takes part
- * in every collective it has room for, so that nobody waits for it. */
+/*
+ * Group metadata.
+ *
+ * The table's file holds a count, then per member its length and its
+ * metadata as ft__meta_encode wrote it, then a CRC64 of everything before,
+ * and is replaced atomically (snapshot/fileio.h).  A reader checks the
+ * CRC, then walks the lengths only as far as the bytes there are, and
+ * decodes the one member it asked for.
+ *
+ * The exchange: lengths first, then whether every member could allocate
+ * room for the table, then the bytes (all non-blocking, completed by the
+ * caller's wait function).  A member out of memory still takes part in
+ * every collective it has room for, so that nobody waits for it.
+ *
+ * The pending layout's two files go together: the table is renamed first,
+ * and a table that matches the metadata that stays is never thrown away.
+ */
 #include "snapshot/groupmeta.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "ec/crc.h"
 #include "ftrt.h"
+#include "snapshot/fileio.h"
+
+/* ---- the table's file ---- */
+
+/* group.meta: u32 count, then per member u64 length and its encoded meta,
+ * then a CRC64 of everything before. */
+int ft__group_meta_write(const ft__dir_t *dir, const char *name,
+                         const uint8_t *const *parts, const size_t *lens, int n,
+                         char *msg, size_t msglen) {
+  size_t total = 4 + 8;
+  for (int i = 0; i < n; i++)
+    total += 8 + lens[i];
+  uint8_t *buf = ft__malloc(total), *p = buf;
+  if (!buf)
+    return ft__msgf(FT_ENOMEM, msg, msglen,
+                    "%s/%s: out of memory for %zu bytes", dir->path, name,
+                    total);
+  uint32_t cnt = (uint32_t)n;
+  ft__put(&p, &cnt, 4);
+  for (int i = 0; i < n; i++) {
+    uint64_t l = lens[i];
+    ft__put(&p, &l, 8);
+    ft__put(&p, parts[i], lens[i]);
+  }
+  uint64_t crc = ft__crc64(0, buf, (size_t)(p - buf));
+  ft__put(&p, &crc, 8);
+  int rc = ft__store_write_file(dir, name, buf, total, msg, msglen);
+  ft__free(buf);
+  return rc;
+}
+
+int ft__group_meta_decode(const uint8_t *buf, size_t len, int pos,
+                          ft__meta_t *m, const char *path, char *msg,
+                          size_t msglen) {
+  uint32_t cnt = 0;
+  uint64_t crc = 0;
+  if (len < 12 ||
+      (memcpy(&crc, buf + len - 8, 8), ft__crc64(0, buf, len - 8) != crc)) {
+    ft__meta_clear(m);
+    return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: truncated or CRC mismatch",
+                    path);
+  }
+  memcpy(&cnt, buf, 4);
+  const uint8_t *p = buf + 4, *end = buf + len - 8, *member = NULL;
+  uint64_t l = 0;
+  for (uint32_t i = 0; i < cnt && (size_t)(end - p) >= 8; i++) {
+    memcpy(&l, p, 8);
+    p += 8;
+    if (l > (size_t)(end - p))
+      break;
+    if ((int)i == pos) {
+      member = p;
+      break;
+    }
+    p += l;
+  }
+  if (member)
+    return ft__meta_decode(member, (size_t)l, m, path, msg, msglen);
+  ft__meta_clear(m);
+  return ft__msgf(FT_ECORRUPT, msg, msglen, "%s: no member %d", path, pos);
+}
+
+int ft__group_meta_read(const ft__dir_t *dir, const char *name, int pos,
+                        ft__meta_t *m, char *msg, size_t msglen) {
+  uint8_t *buf;
+  size_t len;
+  char path[sizeof(dir->path) + 80];
+  ft__path_in(path, sizeof(path), dir, name);
+  /* k + m <= 255 members, each one node's metadata */
+  int rc = ft__store_read_file(dir, name, FT_MAX_CHUNKS * FT_META_FILE_MAX,
+                               &buf, &len, msg, msglen);
+  if (rc) {
+    ft__meta_clear(m);
+    return rc;
+  }
+  rc = ft__group_meta_decode(buf, len, pos, m, path, msg, msglen);
+  ft__free(buf);
+  return rc;
+}
+
+int ft__group_meta_matches(const ft__dir_t *dir, const char *name,
+                           const ft__meta_t *mine, ft__meta_t *tmp) {
+  return ft__group_meta_read(dir, name, (int)mine->pos, tmp, NULL, 0) ==
+             FT_OK &&
+         ft__meta_same_entry(mine, tmp);
+}
+
+/* ---- the pending layout ---- */
+
+static int exists_in(const ft__dir_t *dir, const char *name) {
+  struct stat st;
+  return dir->fd >= 0 && fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int ft__meta_promote(const ft__dir_t *dir, char *msg, size_t msglen) {
+  int rc = exists_in(dir, FT_GROUP_META_PENDING)
+               ? ft__store_rename(dir, FT_GROUP_META_PENDING, FT_GROUP_META,
+                                  msg, msglen)
+               : FT_OK;
+  if (rc == FT_OK && exists_in(dir, FT_META_PENDING))
+    rc = ft__store_rename(dir, FT_META_PENDING, FT_META, msg, msglen);
+  return rc;
+}
+
+int ft__meta_drop_pending(const ft__dir_t *dir, const ft__meta_t *m, char *msg,
+                          size_t msglen) {
+  ft__meta_t *tmp = ft__calloc(1, sizeof(*tmp));
+  if (!tmp)
+    return ft__msgf(FT_ENOMEM, msg, msglen, "%s: out of memory", dir->path);
+  int rc = ft__store_unlink(dir, FT_META_PENDING, msg, msglen);
+  /* The pending table is kept where it is the one that matches m (a
+   * rebuild cut short between its renames): it becomes the table. */
+  if (rc == FT_OK && !ft__group_meta_matches(dir, FT_GROUP_META, m, tmp) &&
+      ft__group_meta_matches(dir, FT_GROUP_META_PENDING, m, tmp))
+    rc = ft__store_rename(dir, FT_GROUP_META_PENDING, FT_GROUP_META, msg,
+                          msglen);
+  else if (rc == FT_OK)
+    rc = ft__store_unlink(dir, FT_GROUP_META_PENDING, msg, msglen);
+  ft__meta_free(tmp);
+  return rc;
+}
+
+/* ---- the exchange ---- */
 
 static int gather_lens(MPI_Comm gc, int mine, int *lens, ft__wait_fn wait,
                        void *arg) {
@@ -45,10 +185,9 @@ static int write_table(const ft__dir_t *dir, const char *name,
   return ft__group_meta_write(dir, name, parts, plens, n, msg, msglen);
 }
 
-int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m,
-                         const ft__dir_t *dir, const char *name,
-                         ft__wait_fn wait, void *arg, char *msg,
-                         size_t msglen) {
+int ft__group_meta_share(MPI_Comm gc, const ft__meta_t *m, const ft__dir_t *dir,
+                         const char *name, ft__wait_fn wait, void *arg,
+                         char *msg, size_t msglen) {
   uint8_t *mine = NULL, *all = NULL;
   size_t len = 0;
   int n, lens[FT_MAX_CHUNKS], displs[FT_MAX_CHUNKS];

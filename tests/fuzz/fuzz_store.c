@@ -44,7 +44,7 @@
     }                                                                          \
   } while (0)
 
-#define META_TOTAL_OFF 16 /* meta_fixed_t.total_bytes in snapshot/store.c */
+#define META_TOTAL_OFF 16 /* meta_fixed_t.total_bytes in snapshot/meta.c */
 #define JOB "fuzz-job"
 
 /* The message of a refusal: terminated, names the path, says something. */
