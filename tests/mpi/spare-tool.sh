@@ -61,7 +61,7 @@ chmod 700 "$FT_STORE_ROOT"
 # The lock, held by this shell while the tool waits for it.
 # waiting PID DIR: until process PID tries the lock on DIR (it holds DIR
 # open twice then: the directory, and the descriptor it locks through,
-# store.c ft__store_lock); 60 s bound a hang, not a speed.
+# snapshot/dir.c ft__store_lock); 60 s bound a hang, not a speed.
 waiting() {
   local _
   for _ in $(seq 600); do
