@@ -63,6 +63,60 @@ expect_no_line killed 'its SMPs rebuild first' "no rebuild in the relaunch"
 expect_line killed "^ft-launch: recovery 1: training resumed [0-9.]+ s after the failed job's end: .*, ft-restore [0-9.]+ s \\(start-up .*, try 2\\), relaunch [0-9.]+ s, ft_init [0-9.]+ s, until restored [0-9.]+ s$" "the account of ft-restore's second try"
 ok "s1 killed during its ft-restore (--restore-job): rebuilt onto s2, resumed from step 8, digest matches"
 
+# ft-chaos --when phase=restore holds the job whichever host it targets:
+# the rebuild in the relaunch holds on s1, the node it rebuilds, and the
+# fault goes to h4, a survivor (before: ft-chaos waited for a hold on h4,
+# gave up after its timeout and left the job held on s1).  With 2+2, h2
+# and h4 lost are within m: ft-restore, run on its own once the watchdog
+# ends the hung relaunch, rebuilds both (h4's node onto s2).
+begin "h2 lost at step 8; survivor h4 partitioned while the relaunch's rebuild holds on s1 (2+2)"
+up crecover 4 --spares 2
+export FT_JOB=other-host
+FT_HOLD="step=8;phase=restore" launch_bg other "$STEPS" --job "$FT_JOB" --nodes 4 --ec 2+2 --restarts 2 --timeout 10
+HOLD_WHEN=step=8
+chaos other.first kill-node h2
+HOLD_WHEN=phase=restore
+chaos other partition h4
+finish
+expect_line other.chaos 'ft-restore held on s1$' "the rebuild holds on s1, not on the target"
+expect_line other.chaos ' partition h4 ' "h4 partitioned during the rebuild"
+expect_rc other 0 "h4 partitioned during s1's rebuild, ft-launch --ec 2+2 --restarts 2"
+expect_line other 'replacing them with spare\(s\) s2' "h4 lost: s2 takes its node"
+expect_resumed other 8 8 "h2 and h4 lost, 2+2"
+expect_digest other "h2 and h4 lost, 2+2"
+ok "ft-chaos --when phase=restore against a host that does not decode: held on s1, h4 partitioned, resumed from step 8, digest matches"
+
+# An ft-chaos that gives up lets every hold of the job go, an FT_HOLD of
+# the launch's too: the job held at step 8 waits for a rebuild that never
+# comes (no fault yet), ft-chaos gives up after --timeout, and the job runs
+# on to its end, untouched.
+begin "ft-chaos gives up: the job it waited on is let go"
+up crecover 4 --spares 2
+export FT_JOB=give-up
+FT_HOLD=step=8 launch_bg gaveup "$STEPS" --job "$FT_JOB" --nodes 4
+# held_on HOST: until the job holds there (ft-hold exits 3 while the SMP
+# has not made its control segment yet)
+held_on() {
+  local rc t0=$SECONDS
+  while :; do
+    ft-cluster exec --name "$CL" "$1" ft-hold --job "$FT_JOB" --timeout "$LIMIT" wait >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 3 ] && [ $((SECONDS - t0)) -lt "$LIMIT" ] || return $rc
+    sleep 0.2
+  done
+}
+for h in h1 h2 h3 h4; do
+  held_on "$h" || { show gaveup; fail "the job did not hold at step 8 on $h"; }
+done
+ft-chaos kill-node h2 --job "$FT_JOB" --when phase=restore --timeout 2 >"$WORK/gaveup.chaos" 2>&1; rc=$?
+[ $rc -eq 4 ] || { cat "$WORK/gaveup.chaos"; fail "ft-chaos without a rebuild to hold: exit $rc, expected 4"; }
+expect_line gaveup.chaos " no rebuild of job $FT_JOB held on any host in 2 s" "ft-chaos says why it gave up"
+expect_line gaveup.chaos " gave up: every hold of job $FT_JOB let go on " "ft-chaos lets the job go"
+finish
+expect_rc gaveup 0 "the job ft-chaos gave up on"
+expect_digest gaveup "the job ft-chaos gave up on"
+ok "ft-chaos gave up (exit 4): the job held at step 8 let go, ran to its end, digest matches"
+
 # fill_s1: s1's /dev/shm filled, 64 KiB left
 fill_s1() {
   ft-cluster exec --name "$CL" s1 sh -c \
