@@ -1,4 +1,5 @@
-/* The rebuild step of ft-restore (recovery/rebuild.c). */
+/* The rebuild step of ft-restore (recovery/rebuild.c, its steps in
+ * prepare.c, chain.c and finish.c). */
 #ifndef FT_RECOVERY_REBUILD_H
 #define FT_RECOVERY_REBUILD_H
 
