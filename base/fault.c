@@ -41,7 +41,7 @@ int ft__fault_parse(ft__fault_t *f, const char *spec) {
       return -1;
   }
   /* Only "rebuilt" and "source" have a byte to flip, only "link" an error
-   * to return instead (recovery/rebuild.c); "link" only fails. */
+   * to return instead (recovery/chain.c); "link" only fails. */
   enum { KILLS = 1, FLIPS = 2, FAILS = 4 };
   static const struct {
     const char *name;

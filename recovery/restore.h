@@ -122,11 +122,11 @@ typedef struct ft__restore {
   /* Members that count and lack a whole copy of the version (their slot
    * failed validation, is missing, or holds another version): erasures of
    * every stripe of their group, rebuilt in place (survey.c mark_damaged,
-   * rebuild.c reshape_damaged). */
+   * prepare.c ft__reshape_damaged). */
   unsigned char *damaged; /* [size] */
   int ndamaged;
   int ncleared; /* slots that failed validation and hold nothing to keep:
-                 * removed, so that the relaunch finds none (rebuild.c) */
+                 * removed, so that the relaunch finds none (finish.c) */
   /* results */
   int full;  /* this rank's store had no room for a slot (FT_ENOSPC) */
   int never; /* no version was ever committed (survey.c, never_committed):

@@ -1,7 +1,7 @@
 /*
  * ft-spare: prepare a spare host for a recovery before it is needed.  A
  * spare that takes a lost node's place makes that node's two slots while
- * the whole job waits (recovery/rebuild.c, shape_helper); on tmpfs most of
+ * the whole job waits (recovery/prepare.c, shape_helper); on tmpfs most of
  * that time is the kernel allocating and zeroing their pages.  ft-launch
  * runs "ft-spare prepare BYTES" on its free spares once the job has laid
  * out its slots, so that those pages are there already: the rebuild takes

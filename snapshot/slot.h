@@ -82,13 +82,13 @@ typedef enum {
  *       ft__slot_create, ft__slot_create_paced, ft__slot_create_from
  *       (snapshot/slotfile.h): a new header for a new geometry.
  *       runtime/smp.c shape_slot, when the slot to prepare is not mapped,
- *       has another geometry or has a damaged header; recovery/rebuild.c,
+ *       has another geometry or has a damaged header; recovery/prepare.c,
  *       for a spare's store, an adopted copy, the next version's slot (left
  *       EMPTY), and a damaged copy made anew.
  *   any -> EMPTY -> FILLING
  *       ft__slot_begin: EMPTY before the identity fields change, FILLING
  *       after.  runtime/smp.c prepare (version v, once v - 1 committed);
- *       recovery/rebuild.c, a slot made for a rebuilt copy, stamped as the
+ *       recovery/prepare.c, a slot made for a rebuilt copy, stamped as the
  *       survivors' copies are.
  *   FILLING -> LOCAL
  *       ft__slot_set_state.  runtime/smp.c protect, once the encode
@@ -99,13 +99,13 @@ typedef enum {
  *   ENCODED -> COMMITTED
  *       ft__slot_set_state.  runtime/smp.c protect, once every SMP offered
  *       the version (the commit); runtime/smp.c agree_restore, the version
- *       a launch restores; recovery/rebuild.c promote, a holder's copy
+ *       a launch restores; recovery/prepare.c ft__promote, a holder's copy
  *       before a damaged copy is made anew.
  *   COMMITTED -> COMMITTED
  *       ft__slot_set_state (committed_ns stamped again).  runtime/smp.c
  *       agree_restore, the version a launch restores.
  *   FILLING -> COMMITTED
- *       ft__slot_set_state.  recovery/rebuild.c commit_slot, a slot rebuilt
+ *       ft__slot_set_state.  recovery/finish.c commit_slot, a slot rebuilt
  *       whole, after ft__slot_set_crcs of all k + m chunks.
  *
  * No other transition is made: a version that fails stays FILLING or LOCAL

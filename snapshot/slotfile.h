@@ -122,7 +122,7 @@ void ft__slot_set_step(ft__slot_t *s, uint64_t step);
 /* The CRCs of the k data chunks, computed elsewhere (ec/exchange.c
  * computes them as the chunks go out). */
 void ft__slot_set_data_crcs(ft__slot_t *s, const uint64_t *crc);
-/* The CRCs of all k+m chunks, computed elsewhere (recovery/rebuild.c: by
+/* The CRCs of all k+m chunks, computed elsewhere (recovery/chain.c: by
  * the link that made each rebuilt chunk's bytes, as it sent them). */
 void ft__slot_set_crcs(ft__slot_t *s, const uint64_t *crc);
 
