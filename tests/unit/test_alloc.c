@@ -8,18 +8,17 @@
  * allocated through the hook.  Files are written beforehand with the normal
  * allocator, in a directory under /tmp removed at the end. */
 #include <check.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "ec/codec.h"
 #include "ec/layout.h"
 #include "ftrt.h"
 #include "snapshot/store.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/tmpdir.h"
 
 #define JOB "job-oom"
@@ -112,10 +111,6 @@ static void teardown(void) {
   ft_replace_allocator(malloc, realloc, calloc, free);
   rm_tree(dir);
 }
-
-#define ck_msg_has(msg, word)                                                  \
-  ck_assert_msg(strstr((msg), (word)) != NULL, "message '%s' lacks '%s'",      \
-                (msg), (word))
 
 /* ---- the replacement itself ---- */
 
@@ -426,15 +421,10 @@ START_TEST(oom_groups) {
 }
 END_TEST
 
-int main(void) {
-  snprintf(root, sizeof(root), "/tmp/ftrt-alloc-XXXXXX");
-  if (!mkdtemp(root)) {
-    perror("test_alloc: mkdtemp /tmp/ftrt-alloc-XXXXXX");
-    return EXIT_FAILURE;
-  }
-  Suite *s = suite_create("alloc");
+Suite *unit_suite(unit_prog_t *prog) {
+  Suite *s = tmpdir_suite(prog, "alloc");
   TCase *tc = tcase_create("alloc");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, tmpdir_setup, teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, replace_refuses_null);
   tcase_add_loop_test(tc, oom_codec, 0,
@@ -445,10 +435,5 @@ int main(void) {
   tcase_add_test(tc, oom_group_meta_read);
   tcase_add_test(tc, oom_groups);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  rm_tree(root);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

@@ -16,6 +16,7 @@
 #include <cpuid.h>
 #endif
 #include "ftrt.h"
+#include "tests/unit/check_main.h"
 
 #define MAXN FT_EC_MAX_CHUNKS
 
@@ -773,7 +774,8 @@ START_TEST(zero_length) {
 }
 END_TEST
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
+  (void)prog;
   ref_init();
   Suite *s = suite_create("codec");
   TCase *tc = tcase_create("codec");
@@ -794,9 +796,5 @@ int main(void) {
   tcase_add_test(tc, zero_length);
   tcase_add_test(tc, leaves_upper_clean);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

@@ -8,6 +8,7 @@
 #include "base/fault.h"
 #include "ftrt.h"
 #include "runtime/config.h"
+#include "tests/unit/check_main.h"
 
 /* A fake environment: NULL-terminated pairs. */
 static const char *lookup(const char *name, void *arg) {
@@ -262,7 +263,8 @@ START_TEST(error_names) {
 }
 END_TEST
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
+  (void)prog;
   Suite *s = suite_create("config");
   TCase *tc = tcase_create("config");
   tcase_add_test(tc, defaults);
@@ -277,9 +279,5 @@ int main(void) {
   tcase_add_test(tc, error_names);
   tcase_add_test(tc, fault_specs);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

@@ -19,6 +19,7 @@
 
 #include "cuda/cuda.h"
 #include "ftrt.h"
+#include "tests/unit/check_main.h"
 
 #if FT_TEST_CUDA
 #include <sys/mman.h>
@@ -535,18 +536,16 @@ static void add_tests(TCase *tc) { tcase_add_test(tc, stub_refuses); }
 
 #endif
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
   int p = probe();
-  if (p != 0)
-    return p;
+  if (p != 0) {
+    prog->status = p;
+    return NULL;
+  }
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
   tcase_set_timeout(tc, 120); /* a CUDA context can take seconds to create */
   add_tests(tc);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

@@ -11,6 +11,7 @@
 #include "ftrt.h"
 #include "runtime/config.h"
 #include "snapshot/hold.h"
+#include "tests/unit/check_main.h"
 
 START_TEST(parse_good) {
   static const struct {
@@ -228,7 +229,8 @@ START_TEST(too_late) {
 }
 END_TEST
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
+  (void)prog;
   Suite *s = suite_create("hold");
   TCase *tc = tcase_create("hold");
   tcase_set_timeout(tc, 120);
@@ -241,9 +243,5 @@ int main(void) {
   tcase_add_test(tc, held_until_released);
   tcase_add_test(tc, too_late);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

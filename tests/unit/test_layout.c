@@ -10,6 +10,7 @@
 
 #include "ec/layout.h"
 #include "ftrt.h"
+#include "tests/unit/check_main.h"
 
 #define MAXN 16
 #define MAXM 4
@@ -414,7 +415,8 @@ START_TEST(groups_domain_cases) {
 }
 END_TEST
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
+  (void)prog;
   Suite *s = suite_create("layout");
   TCase *tc = tcase_create("layout");
   tcase_set_timeout(tc, 120);
@@ -429,9 +431,5 @@ int main(void) {
   tcase_add_loop_test(tc, groups_domains, 0, 4);
   tcase_add_test(tc, groups_domain_cases);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

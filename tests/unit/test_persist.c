@@ -11,22 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 #include "ftrt.h"
 #include "persist/persist.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/tmpdir.h"
 
 #define JOB "job-p"
 #define NODES 2
 #define RANKS 2 /* per node */
-
-static void teardown(void) { rm_tree(dir); }
-
-#define ck_msg_has(msg, word)                                                  \
-  ck_assert_msg(strstr((msg), (word)) != NULL, "message '%s' lacks '%s'",      \
-                (msg), (word))
 
 /* Rank r's bytes: big enough for several blocks for rank 1. */
 static uint64_t rank_bytes(uint32_t r) {
@@ -441,16 +437,9 @@ START_TEST(open_refusals) {
 }
 END_TEST
 
-int main(void) {
-  snprintf(root, sizeof(root), "/tmp/ftrt-persist-XXXXXX");
-  if (!mkdtemp(root)) {
-    perror("test_persist: mkdtemp");
-    return EXIT_FAILURE;
-  }
-  Suite *s = suite_create("persist");
-  TCase *tc = tcase_create("persist");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 120);
+Suite *unit_suite(unit_prog_t *prog) {
+  Suite *s = tmpdir_suite(prog, "persist");
+  TCase *tc = tmpdir_tcase(s, "persist", 120);
   tcase_add_test(tc, dirnames);
   tcase_add_test(tc, round_trip);
   tcase_add_test(tc, incomplete_and_cancelled);
@@ -461,11 +450,5 @@ int main(void) {
   tcase_add_test(tc, manifest_elsewhere);
   tcase_add_test(tc, order_and_prune);
   tcase_add_test(tc, open_refusals);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  rm_tree(root);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

@@ -23,6 +23,7 @@
 #include "recovery/rebuild.h"
 #include "recovery/survey.h"
 #include "snapshot/store.h"
+#include "tests/unit/check_main.h"
 
 #define K 4
 #define M 2
@@ -352,7 +353,8 @@ START_TEST(never_committed) {
 }
 END_TEST
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
+  (void)prog;
   Suite *s = suite_create("plan");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120); /* a bound on a hang, not an expected time */
@@ -361,9 +363,5 @@ int main(void) {
   tcase_add_test(tc, forty_thousand_nodes);
   tcase_add_test(tc, never_committed);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

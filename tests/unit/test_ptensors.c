@@ -18,15 +18,10 @@
 #include "base/alloc.h"
 #include "ftrt.h"
 #include "persist/persist.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/tmpdir.h"
 
 #define JOB "job-t"
-
-static void teardown(void) { rm_tree(dir); }
-
-#define ck_msg_has(msg, word)                                                  \
-  ck_assert_msg(strstr((msg), (word)) != NULL, "message '%s' lacks '%s'",      \
-                (msg), (word))
 
 /* One registered buffer of a test version. */
 typedef struct spec {
@@ -329,16 +324,9 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
-int main(void) {
-  snprintf(root, sizeof(root), "/tmp/ftrt-ptensors-XXXXXX");
-  if (!mkdtemp(root)) {
-    perror("test_ptensors: mkdtemp");
-    return EXIT_FAILURE;
-  }
-  Suite *s = suite_create("ptensors");
-  TCase *tc = tcase_create("ptensors");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 120);
+Suite *unit_suite(unit_prog_t *prog) {
+  Suite *s = tmpdir_suite(prog, "ptensors");
+  TCase *tc = tmpdir_tcase(s, "ptensors", 120);
   tcase_add_test(tc, first_slice_wins);
   tcase_add_test(tc, order);
   tcase_add_test(tc, many_ranks);
@@ -348,11 +336,5 @@ int main(void) {
   tcase_add_test(tc, gaps);
   tcase_add_test(tc, many_gaps);
   tcase_add_test(tc, bad_arguments);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  rm_tree(root);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }

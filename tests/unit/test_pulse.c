@@ -10,6 +10,7 @@
 
 #include "base/pulse.h"
 #include "ftrt.h"
+#include "tests/unit/check_main.h"
 
 static double now(void) {
   struct timespec ts;
@@ -63,20 +64,18 @@ START_TEST(watch_again_and_free) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
+static void finalize(void) { MPI_Finalize(); }
+
+Suite *unit_suite(unit_prog_t *prog) {
   int provided;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(prog->argc, prog->argv, MPI_THREAD_FUNNELED, &provided);
+  prog->fork = CK_NOFORK; /* MPI is this process's */
+  prog->done = finalize;
   Suite *s = suite_create("pulse");
   TCase *tc = tcase_create("pulse");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, unwatch_wakes_the_thread);
   tcase_add_test(tc, watch_again_and_free);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK); /* MPI is this process's */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  MPI_Finalize();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
