@@ -1,7 +1,8 @@
 /* Heartbeats (base/pulse.h): the watch thread, over MPI_COMM_SELF of a
  * singleton MPI process.  Stopping it must not wait out its poll: with
  * FT_TIMEOUT 60 it polls a quarter of a 5 s period, and every ft_init and
- * ft-restore stops one (a recovery paid up to 1.25 s twice, issue 18). */
+ * ft-restore stops one: waiting out the poll would cost a recovery up to
+ * 1.25 s, twice. */
 #include <check.h>
 #include <mpi.h>
 #include <sched.h>
