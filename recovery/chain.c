@@ -103,11 +103,16 @@ static void plan_chain(const ft__restore_t *r, const task_t *t, chain_t *ch) {
 
 /* In the middle of rebuilding a chunk: the hold point, then the fault. */
 static void midway(ft__restore_t *r) {
-  if (r->ctl)
-    ft__hold_at(r->ctl,
-                ft__hold_gate(r->ctl, &r->ctl->smp_gate_step, r->step,
-                              1u << FT_HOLD_RESTORE),
-                FT_HOLD_RESTORE, r->step);
+  if (r->ctl &&
+      ft__hold_at(r->ctl,
+                  ft__hold_gate(r->ctl, &r->ctl->smp_gate_step, r->step,
+                                1u << FT_HOLD_RESTORE),
+                  FT_HOLD_RESTORE, r->step) == FT_HOLD_EXPIRED) {
+    char m[160];
+    ft__hold_expired_msg(r->ctl, FT_HOLD_RESTORE, r->step, m, sizeof(m));
+    fprintf(stderr, "ft-restore: %s: %s\n", r->host, m);
+    fflush(stderr);
+  }
   ft__fault_point(&r->fault, "restore", r->world_rank, r->host);
 }
 

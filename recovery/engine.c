@@ -12,11 +12,12 @@
 #include "recovery/verify.h"
 #include "snapshot/hold.h"
 
-int ft__restore_arm_hold(ft__restore_t *r, const char *spec, char *msg,
-                         size_t msglen) {
+int ft__restore_arm_hold(ft__restore_t *r, const char *spec, unsigned limit_s,
+                         char *msg, size_t msglen) {
   ft__hold_spec_t h;
   if (!ft__hold_spec_for(spec, 1u << FT_HOLD_RESTORE, &h))
     return FT_OK;
+  h.limit_s = limit_s;
   int rc = r->dir.fd < 0
                ? ft__store_open_locked(r->store_root, &r->dir, msg, msglen)
                : FT_OK;

@@ -14,9 +14,10 @@ int ft__restore_run(ft__restore_t *r);
  * take) through which ft-hold sees this rank held mid-rebuild and lets it
  * go (hold.h).  Made only then, so that an unarmed restore writes nothing
  * where it rebuilds nothing.  FT_OK armed or nothing to arm; else r->ctl is
- * NULL, nothing is armed, and msg says why. */
-int ft__restore_arm_hold(ft__restore_t *r, const char *spec, char *msg,
-                         size_t msglen);
+ * NULL, nothing is armed, and msg says why.  limit_s: the hold's bound
+ * (FT_HOLD_LIMIT, 0 for none). */
+int ft__restore_arm_hold(ft__restore_t *r, const char *spec, unsigned limit_s,
+                         char *msg, size_t msglen);
 
 /* The restore is over: a process held or waiting on r->ctl sees DONE; the
  * segment is detached when detach (the caller goes on with others). */

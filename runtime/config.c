@@ -39,6 +39,7 @@ void ft__config_defaults(ft__config_t *cfg) {
   cfg->policy = FT_POLICY_BLOCK;
   cfg->log_level = FT_LOG_WARN;
   cfg->timeout_s = FT__DEFAULT_TIMEOUT_S;
+  cfg->hold_limit_s = FT_HOLD_LIMIT_S;
   cfg->piece_bytes = FT__DEFAULT_PIECE;
   cfg->default_memory = FT_MEM_HOST;
   cfg->persist_every = 10;
@@ -289,6 +290,17 @@ static int load_numbers(ft__config_t *cfg, ft__getenv_fn get, void *arg,
           "most 86400",
           v);
     cfg->timeout_s = t;
+  }
+  if ((v = get("FT_HOLD_LIMIT", arg))) {
+    char *end;
+    errno = 0;
+    unsigned long t = strtoul(v, &end, 10);
+    if (!*v || *end || errno || *v == '-' || t > 86400)
+      return ft__msgf(FT_ECONFIG, msg, msglen,
+                      "FT_HOLD_LIMIT=%s: expected whole seconds from 0 (no "
+                      "bound) to 86400",
+                      v);
+    cfg->hold_limit_s = (unsigned)t;
   }
   if ((v = get("FT_PIECE_SIZE", arg))) {
     size_t s;

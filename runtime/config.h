@@ -44,6 +44,8 @@ typedef struct ft__config {
   int default_memory;                 /* FT_MEMORY: ft_mem_kind_t */
   char fault[FT_JOB_MAX];             /* FT_FAULT: "point" or "point:nth" */
   char hold[FT_JOB_MAX];              /* FT_HOLD: "step=N", "phase=P,step=N" */
+  unsigned hold_limit_s; /* FT_HOLD_LIMIT: a hold lets go by itself after
+                          * this many seconds (0: never) */
   int vnode_ranks;                    /* FT_VIRTUAL_NODE_RANKS, 0 = real nodes */
   int fresh; /* FT_FRESH=1: start over, discarding what the store holds */
   int allow_rollback; /* FT_ALLOW_ROLLBACK=1: resume from an older version

@@ -51,7 +51,8 @@ int ft__rebuild_in_job(const ft__rebuild_args_t *a, char *msg, size_t msglen) {
   /* FT_HOLD=phase=restore holds the engine mid-rebuild as it holds
    * ft-restore (ft-chaos sees it with ft-hold). */
   char hmsg[512];
-  if (ft__restore_arm_hold(r, a->cfg->hold, hmsg, sizeof(hmsg)) != FT_OK)
+  if (ft__restore_arm_hold(r, a->cfg->hold, a->cfg->hold_limit_s, hmsg,
+                           sizeof(hmsg)) != FT_OK)
     FT_LOGW(a->log, "FT_HOLD=%s: %s", a->cfg->hold, hmsg);
   rc = ft__restore_run(r);
   if (rc == FT_ENOSNAPSHOT && r->never && !a->cfg->persist_dir[0] &&

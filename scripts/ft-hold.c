@@ -34,6 +34,7 @@ typedef struct tool {
   ft__dir_t dir; /* the store, checked (storeopt.h) */
   char host[FT_NAME_MAX];
   double timeout_s;
+  unsigned limit_s; /* FT_HOLD_LIMIT: the bound of what it arms */
 } tool_t;
 
 static void usage(FILE *f) {
@@ -124,6 +125,7 @@ static int arm(tool_t *t, const char *when) {
   }
   if (h.point != FT_HOLD_STEP && h.step == 0)
     h.step = gate_of(c) + 1; /* "the next snapshot" on this node */
+  h.limit_s = t->limit_s;
   ft__hold_arm(c, &h);
   char why[256];
   if (ft__hold_too_late(c, &h, why, sizeof(why))) {
@@ -235,7 +237,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ft-hold: %s\n", msg);
     return EXIT_USAGE;
   }
-  tool_t t = {.timeout_s = 120};
+  tool_t t = {.timeout_s = 120, .limit_s = cfg.hold_limit_s};
   int vnode = -1, prc = parse(argc, argv, &cfg, &vnode, &t);
   if (prc)
     return prc < 0 ? EXIT_OK : prc;

@@ -81,9 +81,9 @@ static int parse(int argc, char **argv, ft__config_t *cfg,
 
 /* FT_HOLD=phase=restore (ft__restore_arm_hold); a failure to arm is said,
  * and the restore goes on unheld. */
-static void arm_hold(ft__restore_t *r, const char *spec) {
+static void arm_hold(ft__restore_t *r, const char *spec, unsigned limit_s) {
   char msg[512];
-  if (ft__restore_arm_hold(r, spec, msg, sizeof(msg)) != FT_OK)
+  if (ft__restore_arm_hold(r, spec, limit_s, msg, sizeof(msg)) != FT_OK)
     fprintf(stderr, "ft-restore: FT_HOLD=%s: %s\n", spec, msg);
 }
 
@@ -293,7 +293,7 @@ int main(int argc, char **argv) {
   if (rc == FT_OK)
     rc = lock_store(&r, cfg.timeout_s);
   if (rc == FT_OK) {
-    arm_hold(&r, cfg.hold);
+    arm_hold(&r, cfg.hold, cfg.hold_limit_s);
     rc = ft__restore_run(&r);
   }
   /* More losses than the code rebuilds, or no version to rebuild (a launch

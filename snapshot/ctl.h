@@ -67,7 +67,8 @@ typedef struct ft__ctl_hold {
   uint32_t passed;    /* processes that held and were let go */
   uint64_t held_step; /* step of the snapshot they hold in */
   uint32_t gen;       /* last generation handed out */
-  uint32_t pad;
+  uint32_t limit_s;   /* a held process lets go by itself after this long
+                       * (0: never); FT_HOLD_LIMIT of whoever armed it */
 } ft__ctl_hold_t;
 
 /* The disk tier as this node's SMP sees it (runtime/flush.c; ft-status

@@ -118,6 +118,7 @@ uint32_t ft__hold_arm(ft__ctl_t *ctl, const ft__hold_spec_t *h) {
   d->gen = gen;
   d->point = h->point;
   d->step = h->step;
+  d->limit_s = h->limit_s;
   __atomic_store_n(&d->armed, gen, __ATOMIC_SEQ_CST);
   ft__ctl_notify(ctl);
   return gen;
@@ -149,6 +150,17 @@ void ft__hold_release(ft__ctl_t *ctl) {
   ft__ctl_notify(ctl);
 }
 
+void ft__hold_expired_msg(const ft__ctl_t *ctl, uint32_t point, uint64_t step,
+                          char *out, size_t len) {
+  ft__hold_spec_t h = {.point = point, .step = step};
+  char spec[64];
+  ft__hold_format(&h, spec, sizeof(spec));
+  snprintf(out, len,
+           "FT_HOLD: held at %s for %u s and nobody let it go: going on "
+           "(FT_HOLD_LIMIT)",
+           spec, ctl->hold.limit_s);
+}
+
 int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step) {
   ft__ctl_hold_t *d = &ctl->hold;
   if (!gen || d->point != point ||
@@ -157,14 +169,26 @@ int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step) {
   d->held_step = step;
   __atomic_add_fetch(&d->held, 1, __ATOMIC_ACQ_REL);
   ft__ctl_notify(ctl);
+  uint32_t limit = d->limit_s;
+  double until = ft__now() + limit;
+  int rc = 1;
   for (;;) {
     uint32_t seq = ft__ctl_seq(ctl);
     if (__atomic_load_n(&d->armed, __ATOMIC_ACQUIRE) != gen)
       break;
-    ft__ctl_wait(ctl, seq, 1.0);
+    double left = until - ft__now();
+    if (limit && left <= 0) {
+      /* Only the arming this process held at: a newer one stays. */
+      uint32_t want = gen;
+      if (__atomic_compare_exchange_n(&d->armed, &want, 0, 0, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST))
+        rc = FT_HOLD_EXPIRED;
+      break;
+    }
+    ft__ctl_wait(ctl, seq, limit && left < 1.0 ? left : 1.0);
   }
   __atomic_sub_fetch(&d->held, 1, __ATOMIC_ACQ_REL);
   __atomic_add_fetch(&d->passed, 1, __ATOMIC_ACQ_REL);
   ft__ctl_notify(ctl);
-  return 1;
+  return rc;
 }

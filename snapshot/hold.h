@@ -3,7 +3,11 @@
  * A test or ft-chaos arms a hold for a named point of the job; the
  * processes that reach that point stop there, sleeping on the control
  * segment's futex, until the hold is released (after the fault was
- * delivered) or withdrawn.  The job cannot run past the point meanwhile, so
+ * delivered) or withdrawn, or until the arming's bound (FT_HOLD_LIMIT,
+ * default 600 s) has passed: then the held process lets go by itself,
+ * withdrawing the arming for everyone, and its caller says so.  A tool
+ * that armed a hold and died can leave a job stopped for that long, never
+ * for good.  The job cannot run past the point meanwhile, so
  * a fault "at step 8" lands at step 8 however slow the machine is.
  *
  *   FT_HOLD=step=N            every trainer, once the snapshot of the first
@@ -40,7 +44,11 @@ typedef enum {
 typedef struct ft__hold_spec {
   uint32_t point;
   uint64_t step;
+  uint32_t limit_s; /* the bound of a hold (0: none); not part of the text */
 } ft__hold_spec_t;
+
+/* FT_HOLD_LIMIT's default, seconds. */
+#define FT_HOLD_LIMIT_S 600
 
 /* Parse "step=N" or "phase=P[,step=N]".  0, or -1 when malformed. */
 int ft__hold_parse(const char *s, ft__hold_spec_t *out);
@@ -88,7 +96,16 @@ static inline uint32_t ft__hold_gate(ft__ctl_t *ctl, uint64_t *gate,
 }
 
 /* At `point` with the generation the gate returned: when it is the armed
- * point, sleep until released or withdrawn.  Returns 1 if it held. */
+ * point, sleep until released or withdrawn.  Returns 0 if it did not hold,
+ * 1 if it held and was let go, FT_HOLD_EXPIRED if it held for the
+ * arming's limit_s and then let go by itself (withdrawing the arming, so
+ * that every process held at it goes on): the caller says so. */
+#define FT_HOLD_EXPIRED 2
+/* What a caller says after FT_HOLD_EXPIRED at point and step ("FT_HOLD:
+ * held at step=8 for 600 s and nobody let it go: going on
+ * (FT_HOLD_LIMIT)"). */
+void ft__hold_expired_msg(const ft__ctl_t *ctl, uint32_t point, uint64_t step,
+                          char *out, size_t len);
 int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step);
 
 /* Is a process of this node held right now?  (Waits that would time out on

@@ -44,7 +44,7 @@ START_TEST(good_values) {
                        "FT_LOG", "debug", "FT_TIMEOUT", "2.5",
                        "FT_PIECE_SIZE", "4M", "FT_MEMORY", "cuda",
                        "FT_STORE_ROOT", "/tmp/x", "FT_SMP_CPUSET", "1-3,7",
-                       NULL};
+                       "FT_HOLD_LIMIT", "30", NULL};
   ck_assert_int_eq(load(&cfg, msg, env), FT_OK);
   ck_assert_str_eq(cfg.job, "llm-7b.run_2");
   ck_assert_int_eq(cfg.ec_k, 4);
@@ -57,6 +57,7 @@ START_TEST(good_values) {
   ck_assert_int_eq(cfg.default_memory, FT_MEM_CUDA);
   ck_assert_str_eq(cfg.store_root, "/tmp/x");
   ck_assert_str_eq(cfg.smp_cpuset, "1-3,7");
+  ck_assert_uint_eq(cfg.hold_limit_s, 30);
 }
 END_TEST
 
@@ -74,6 +75,8 @@ static const struct {
     {"FT_LOG", "verbose", "FT_LOG=verbose", "error|warn|info|debug"},
     {"FT_MEMORY", "rocm", "FT_MEMORY=rocm", "host|cuda"},
     {"FT_TIMEOUT", "soon", "FT_TIMEOUT=soon", "seconds"},
+    {"FT_HOLD_LIMIT", "-1", "FT_HOLD_LIMIT=-1", "whole seconds"},
+    {"FT_HOLD_LIMIT", "1.5", "FT_HOLD_LIMIT=1.5", "whole seconds"},
     {"FT_TIMEOUT", "0", "FT_TIMEOUT=0", "above 0"},
     {"FT_TIMEOUT", "-3", "FT_TIMEOUT=-3", "above 0"},
     {"FT_PIECE_SIZE", "lots", "FT_PIECE_SIZE=lots", "between 4K and 1G"},

@@ -229,6 +229,38 @@ START_TEST(too_late) {
 }
 END_TEST
 
+/* A hold nobody releases lets go by itself after its bound (limit_s),
+ * withdrawing the arming for every process held at it, and says so; one
+ * without a bound (0) stays until released.  The bound of 1 s is what is
+ * waited for, never a guess about speed. */
+START_TEST(held_until_bound) {
+  char dir[32];
+  ft__ctl_t *ctl = new_ctl(dir);
+  ft__hold_spec_t h = {.point = FT_HOLD_STEP, .step = 8, .limit_s = 1};
+  uint32_t gen = ft__hold_arm(ctl, &h);
+  ck_assert_uint_eq(ctl->hold.limit_s, 1);
+  ck_assert_int_eq(ft__hold_at(ctl, gen, FT_HOLD_STEP, 8), FT_HOLD_EXPIRED);
+  ck_assert_uint_eq(ft__load32(&ctl->hold.armed), 0);
+  ck_assert_uint_eq(ft__load32(&ctl->hold.held), 0);
+  ck_assert_uint_eq(ft__load32(&ctl->hold.passed), 1);
+  char m[160];
+  ft__hold_expired_msg(ctl, FT_HOLD_STEP, 8, m, sizeof(m));
+  ck_assert_str_eq(m, "FT_HOLD: held at step=8 for 1 s and nobody let it go: "
+                      "going on (FT_HOLD_LIMIT)");
+  /* Without a bound: held until released (a thread releases it once held). */
+  h.limit_s = 0;
+  held_t t = {.ctl = ctl, .gen = ft__hold_arm(ctl, &h)};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, hold_thread, &t), 0);
+  wait_held(ctl, 1);
+  ck_assert_int_eq(__atomic_load_n(&t.returned, __ATOMIC_ACQUIRE), 0);
+  ft__hold_release(ctl);
+  pthread_join(th, NULL);
+  ck_assert_int_eq(t.returned, 1);
+  drop_ctl(ctl, dir);
+}
+END_TEST
+
 Suite *unit_suite(unit_prog_t *prog) {
   (void)prog;
   Suite *s = suite_create("hold");
@@ -241,6 +273,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, gate_unarmed);
   tcase_add_test(tc, gate_armed);
   tcase_add_test(tc, held_until_released);
+  tcase_add_test(tc, held_until_bound);
   tcase_add_test(tc, too_late);
   suite_add_tcase(s, tc);
   return s;
