@@ -68,7 +68,7 @@ int ft__seal(ft__restore_t *r, int spare, const ft__made_t *made) {
  * the one the version is restored into, of a member that counts.  The
  * newest version that counts as committed is the one restored, so what
  * such a slot held was older or never committed (store.h); left there, it
- * would make the relaunch refuse (runtime/smp.c, refuse_discard). */
+ * would make the relaunch refuse (runtime/smp_restore.c, refuse_discard). */
 int ft__to_clear(const ft__restore_t *r, int rank, int i) {
   const ft__rnode_t *n = &r->all[rank];
   int target = r->damaged[rank] && i == (int)(r->version % FT_NSLOTS);

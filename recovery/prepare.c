@@ -111,7 +111,7 @@ static int clear_stale(ft__restore_t *r, char *msg, size_t msglen) {
 }
 
 /* A spare takes the lost node's place, and the relaunch lays out the slot
- * after the restored one too (runtime/smp.c, prepare): it is made here,
+ * after the restored one too (runtime/smp_version.c, ft__smp_prepare): it is made here,
  * in the same geometry, so that a spare with room for the one slot but
  * not the other is refused now (FT_ENOSPC, ft-restore's exit 5), not by
  * every relaunch's layout after a rebuild that reported success.  It is

@@ -481,7 +481,7 @@ static int share_hosts(ft__restore_t *r) {
  * layout could be rebuilt (at most m lost in every group: one store left
  * over from an older run looks the same as a job never started, and is
  * refused), and on each of them no pending layout, no hand-over to the
- * disk tier, and both slots (the layout makes both, runtime/smp.c)
+ * disk tier, and both slots (made while the SMP serves, runtime/smp.c)
  * intact, never encoded, at version 1 at most.  A commit needs every
  * node's parity (store.h), so no survivor would hold such slots had one
  * been made; a store missing, unreadable or damaged proves nothing, and

@@ -2,7 +2,7 @@
  * Restore from the disk tier (persist/persist.h), onto any number of ranks.
  *
  * The SMPs agreed on the version and verified every file of it
- * (runtime/smp.c agree_disk).  Each trainer then reads every node manifest
+ * (runtime/smp_disk.c ft__smp_agree_disk).  Each trainer then reads every node manifest
  * of the version, plans its buffers with the re-slicing rules of a shrink
  * (runtime/reslice.h: a slice of a global tensor from every persisted rank
  * whose slice overlaps it, a private buffer from the persisted rank with

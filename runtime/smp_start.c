@@ -233,8 +233,10 @@ static void arm_hold(smp_t *s) {
    * (runtime/recover.c): it must not stop again where the failed job did. */
   if (s->c->cfg.rebuild)
     return;
-  if (ft__hold_spec_for(s->c->cfg.hold, ~(1u << FT_HOLD_RESTORE), &h))
+  if (ft__hold_spec_for(s->c->cfg.hold, ~(1u << FT_HOLD_RESTORE), &h)) {
+    h.limit_s = s->c->cfg.hold_limit_s;
     ft__hold_arm(s->ctl, &h);
+  }
 }
 
 /* The trainers' sign that their SMP lives (trainer.c wait_for). */

@@ -125,7 +125,7 @@ static void restore_silent(void *arg, const ft__pulse_t *p, int rank) {
 /* More losses than the erasure code rebuilds (r->msg says which): with
  * FT_PERSIST_DIR holding a version of the job, every node with a store gets
  * FT_DISK_MARKER, which makes the relaunch drop what memory holds and
- * resume from disk (runtime/smp.c); nothing else changes.  Without one, the
+ * resume from disk (runtime/smp_disk.c); nothing else changes.  Without one, the
  * refusal stands (FT_ETOOMANY).  *on_disk: 0 when every rank found no
  * version of the job there.  Collective. */
 static int disk_fallback(ft__restore_t *r, const ft__config_t *cfg, int refused,

@@ -81,29 +81,29 @@ typedef enum {
  *   any, or no file -> EMPTY
  *       ft__slot_create, ft__slot_create_paced, ft__slot_create_from
  *       (snapshot/slotfile.h): a new header for a new geometry.
- *       runtime/smp.c shape_slot, when the slot to prepare is not mapped,
+ *       runtime/smp_version.c ft__smp_shape_slot, when the slot to prepare is not mapped,
  *       has another geometry or has a damaged header; recovery/prepare.c,
  *       for a spare's store, an adopted copy, the next version's slot (left
  *       EMPTY), and a damaged copy made anew.
  *   any -> EMPTY -> FILLING
  *       ft__slot_begin: EMPTY before the identity fields change, FILLING
- *       after.  runtime/smp.c prepare (version v, once v - 1 committed);
+ *       after.  runtime/smp_version.c ft__smp_prepare (version v, once v - 1 committed);
  *       recovery/prepare.c, a slot made for a rebuilt copy, stamped as the
  *       survivors' copies are.
  *   FILLING -> LOCAL
- *       ft__slot_set_state.  runtime/smp.c protect, once the encode
+ *       ft__slot_set_state.  runtime/smp_version.c ft__smp_protect, once the encode
  *       succeeded (the data CRCs are set by then).
  *   LOCAL -> ENCODED
- *       ft__slot_set_state.  runtime/smp.c protect, after
+ *       ft__slot_set_state.  runtime/smp_version.c ft__smp_protect, after
  *       ft__slot_seal_parity.
  *   ENCODED -> COMMITTED
- *       ft__slot_set_state.  runtime/smp.c protect, once every SMP offered
- *       the version (the commit); runtime/smp.c agree_restore, the version
+ *       ft__slot_set_state.  runtime/smp_version.c ft__smp_protect, once every SMP offered
+ *       the version (the commit); runtime/smp_restore.c ft__smp_agree_restore, the version
  *       a launch restores; recovery/prepare.c ft__promote, a holder's copy
  *       before a damaged copy is made anew.
  *   COMMITTED -> COMMITTED
- *       ft__slot_set_state (committed_ns stamped again).  runtime/smp.c
- *       agree_restore, the version a launch restores.
+ *       ft__slot_set_state (committed_ns stamped again).
+ *       runtime/smp_restore.c ft__smp_agree_restore, the version a launch restores.
  *   FILLING -> COMMITTED
  *       ft__slot_set_state.  recovery/finish.c commit_slot, a slot rebuilt
  *       whole, after ft__slot_set_crcs of all k + m chunks.

@@ -63,7 +63,7 @@
 /* Left by ft-restore in every live node's store when the versions held in
  * memory cannot be rebuilt and the disk tier holds one to resume from; it
  * holds FT_PERSIST_DIR.  The next launch's SMPs drop the store and restore
- * from disk (runtime/smp.c). */
+ * from disk (runtime/smp_disk.c). */
 #define FT_DISK_MARKER "restore.disk"
 
 /* Remove everything of the job's store in dir but the directory (and its

@@ -82,7 +82,7 @@ static void check_committed_whole(ft__slot_t sl[FT_NSLOTS], uint64_t latest,
   ft__slot_close(&fresh);
 }
 
-/* prepare(V) of runtime/smp.c: slot V%2, allowed only when V-1 committed.
+/* prepare(V) of runtime/smp_version.c: slot V%2, allowed only when V-1 committed.
  * The SMP does not check this (it follows from the order in which it
  * prepares and commits); the test asserts it at every step. */
 static ft__slot_t *prepare(ft__slot_t sl[FT_NSLOTS], uint64_t v,
