@@ -19,6 +19,7 @@
 #include "base/agree.h"
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/pages.h"
 #include "persist/persist.h"
 #include "runtime/reslice.h"
 
@@ -137,11 +138,11 @@ static int stage_all(ft_ctx_t *c, uint8_t *stage, char *msg, size_t msglen) {
   return rc;
 }
 
-static int copy_in(ft_ctx_t *c, const uint8_t *stage) {
+int ft__regs_copy_in(ft_ctx_t *c, const uint8_t *region) {
   for (int i = 0; i < c->nregs; i++) {
     ft__reg_t *r = &c->regs[i];
     if (r->opts.memory == FT_MEM_CUDA) {
-      int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, stage + r->offset, r->bytes,
+      int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, region + r->offset, r->bytes,
                                  r->opts.cuda_stream);
       if (rc) {
         FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
@@ -149,7 +150,10 @@ static int copy_in(ft_ctx_t *c, const uint8_t *stage) {
         return rc;
       }
     } else {
-      memcpy(r->ptr, stage + r->offset, r->bytes);
+      /* Often untouched in this process (a relaunch): faulted in at once,
+       * not a page at a time by the copy. */
+      ft__prefault_user(r->ptr, r->bytes);
+      memcpy(r->ptr, region + r->offset, r->bytes);
     }
   }
   return FT_OK;
@@ -166,7 +170,7 @@ int ft__disk_restore(ft_ctx_t *c, uint64_t *step) {
     FT_LOGE(&c->log, "ft_restore from the disk tier: %s", msg);
   /* Nobody touches a buffer unless every rank read all of its bytes. */
   if ((rc = ft__agree(c->app_comm, rc)) == FT_OK)
-    rc = ft__agree(c->app_comm, copy_in(c, stage));
+    rc = ft__agree(c->app_comm, ft__regs_copy_in(c, stage));
   if (rc == FT_OK && step)
     *step = c->ctl->restore_step;
   ft__free(stage);

@@ -534,29 +534,6 @@ static int verify_region(ft_ctx_t *c, ft__slot_t *s) {
   return rc;
 }
 
-static int copy_in(ft_ctx_t *c, ft__slot_t *s) {
-  const uint8_t *region = s->map + s->hdr->rank_off[c->local_idx];
-  for (int i = 0; i < c->nregs; i++) {
-    ft__reg_t *r = &c->regs[i];
-    if (r->opts.memory == FT_MEM_CUDA) {
-      int rc = ft__cuda_copy_h2d(c->cuda, r->ptr, region + r->offset, r->bytes,
-                                 r->opts.cuda_stream);
-      if (rc) {
-        FT_LOGE(&c->log, "ft_restore: device buffer '%s': %s", r->name,
-                ft__cuda_last_error(c->cuda));
-        return rc;
-      }
-    } else {
-      /* Often untouched in this process (a relaunch): faulted in at once,
-       * not a page at a time by the copy (the slot's pages were, by the
-       * verify). */
-      ft__prefault_user(r->ptr, r->bytes);
-      memcpy(r->ptr, region + r->offset, r->bytes);
-    }
-  }
-  return FT_OK;
-}
-
 static int restore_state(ft_ctx_t *c, uint64_t *step) {
   int rc = ft_fence(c);
   if (rc == FT_OK)
@@ -589,7 +566,9 @@ static int restore_state(ft_ctx_t *c, uint64_t *step) {
   /* Nobody touches a buffer unless every rank's data verified. */
   if ((rc = ft__agree(c->app_comm, rc)))
     return rc;
-  rc = ft__agree(c->app_comm, copy_in(c, &c->slot[slot]));
+  const ft__slot_t *sl = &c->slot[slot];
+  rc = ft__agree(c->app_comm,
+                 ft__regs_copy_in(c, sl->map + sl->hdr->rank_off[c->local_idx]));
   if (rc == FT_OK && step)
     *step = c->slot[slot].hdr->step;
   return rc;
