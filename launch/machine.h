@@ -1,5 +1,5 @@
 /*
- * ft-launch's recovery logic as a state machine (issue 44): the restart
+ * ft-launch's recovery logic as a state machine: the restart
  * loop of scripts/ft-launch (run_with_restarts and what it calls) without
  * its side effects.  The driver feeds the machine events (mpirun ended, a
  * host unreachable, a probe's answer, a signal) and carries out the actions

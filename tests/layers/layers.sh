@@ -9,6 +9,7 @@
 #   recovery -> persist, snapshot, ec, base
 #   runtime -> recovery (its engine: the rebuild inside a relaunch), persist,
 #              snapshot, ec, cuda, base
+#   launch -> runtime and below (ft-launch's supervisor)
 #   tools (scripts, bench, examples, tests) -> anything
 set -u
 SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -16,11 +17,11 @@ cd "$SRC" || exit 1
 rank() {
   case $1 in
     base) echo 0 ;; ec|cuda) echo 1 ;; snapshot) echo 2 ;; persist) echo 3 ;;
-    recovery) echo 4 ;; runtime) echo 5 ;; *) echo 9 ;;
+    recovery) echo 4 ;; runtime) echo 5 ;; launch) echo 6 ;; *) echo 9 ;;
   esac
 }
 bad=0 edges=
-for f in base/*.[ch] ec/*.[ch] cuda/*.[ch] snapshot/*.[ch] persist/*.[ch] runtime/*.[ch] recovery/*.[ch]; do
+for f in base/*.[ch] ec/*.[ch] cuda/*.[ch] snapshot/*.[ch] persist/*.[ch] runtime/*.[ch] recovery/*.[ch] launch/*.[ch]; do
   from=${f%%/*}
   for inc in $(sed -n 's/^#include "\([a-z]*\/[^"]*\)\.h"/\1/p' "$f"); do
     to=${inc%%/*}

@@ -16,6 +16,7 @@
 
 #include "ftrt.h"
 #include "launch/machine.h"
+#include "tests/unit/check_main.h"
 
 /* ---- words: "h1 h2 h3" as an array ---- */
 
@@ -1389,7 +1390,8 @@ START_TEST(spares_text_and_candidates) {
 }
 END_TEST
 
-int main(void) {
+Suite *unit_suite(unit_prog_t *prog) {
+  (void)prog;
   Suite *s = suite_create("machine");
   TCase *tc = tcase_create("machine");
   tcase_add_checked_fixture(tc, NULL, teardown);
@@ -1428,9 +1430,5 @@ int main(void) {
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, spares_text_and_candidates);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return s;
 }
