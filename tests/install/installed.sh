@@ -54,6 +54,10 @@ out=$("${CLEAN[@]}" timeout -k 5 120 mpirun -np 1 "$P/bin/ft-train-example" --no
 grep -q '^digest [0-9a-f]*$' <<<"$out" || fail "the installed ft-train-example printed no digest: $out"
 lib=$("${CLEAN[@]}" ldd "$P/bin/ft-train-example" | sed -n 's/.*libftrt\.so\.0 => \([^ ]*\).*/\1/p')
 [ "$lib" = "$L/libftrt.so.0" ] || fail "ft-train-example loads libftrt.so.0 from '$lib', not $L"
+# ft-bench's Python figures train these, from share/ftrt beside it.
+for f in py-stall.py train_gpt.py plot.gp; do
+  [ -r "$P/share/ftrt/$f" ] || fail "$P/share/ftrt/$f not installed (ft-bench looks for it there)"
+done
 echo "# $P: a pkg-config program and ft-train-example run under env -i, libftrt from $lib"
 EOF
 
