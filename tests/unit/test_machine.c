@@ -201,6 +201,22 @@ static void probe(const char *hosts, int tries) {
   ck_assert_int_eq(a->tries, tries);
 }
 
+/* Attempt 1 ends (status 1) with mpirun naming h2's daemon lost; the rest
+ * (others) answer the probe; restart 1 of `restarts` begins. */
+static void h2_named_lost(const char *others, int restarts) {
+  char line[96];
+  ended(1, "h2", 0);
+  say_at("attempt 1 ended after 1.2 s: exit status 1");
+  probe(others, 3);
+  probed(NULL);
+  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
+         "or partitioned): h2");
+  snprintf(line, sizeof(line),
+           "restart 1 of %d: attempt failed with status 125; recovering",
+           restarts);
+  say(line);
+}
+
 static void leaves(int code) {
   const ft__launch_action_t *a = expect(FT_LAUNCH_ACT_EXIT);
   ck_assert_int_eq(a->code, code);
@@ -480,13 +496,7 @@ START_TEST(second_loss_during_rebuild) {
    * named_back asks h2 once and ft-restore runs on its own */
   make_placed("h1 h2 h3 h4", "s1 s2", 2, 2);
   first_attempt("h1 h2 h3 h4", HOLD | PREP);
-  ended(1, "h2", 0);
-  say_at("attempt 1 ended after 1.2 s: exit status 1");
-  probe("h1 h3 h4", 3);
-  probed(NULL);
-  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
-         "or partitioned): h2");
-  say("restart 1 of 2: attempt failed with status 125; recovering");
+  h2_named_lost("h1 h3 h4", 2);
   probe("s1 s2", 3);
   probed(NULL);
   say("lost host(s): h2; replacing them with spare(s) s1");
@@ -530,13 +540,7 @@ START_TEST(named_back_once) {
   c.restore_job = 1;
   make(&c);
   first_attempt("h1 h2 h3", HOLD | PREP);
-  ended(1, "h2", 0);
-  say_at("attempt 1 ended after 1.2 s: exit status 1");
-  probe("h1 h3", 3);
-  probed(NULL);
-  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
-         "or partitioned): h2");
-  say("restart 1 of 3: attempt failed with status 125; recovering");
+  h2_named_lost("h1 h3", 3);
   probe("s1", 3);
   probed(NULL);
   say("lost host(s): h2; replacing them with spare(s) s1");
@@ -630,13 +634,7 @@ START_TEST(named_back_spares_spent_stay_spent) {
    * given up; the spare it replaced is free again */
   make_placed("h1 h2 h3 h4", "s1 s2 s3", 3, 1);
   first_attempt("h1 h2 h3 h4", HOLD | PREP);
-  ended(1, "h2", 0);
-  say_at("attempt 1 ended after 1.2 s: exit status 1");
-  probe("h1 h3 h4", 3);
-  probed(NULL);
-  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
-         "or partitioned): h2");
-  say("restart 1 of 1: attempt failed with status 125; recovering");
+  h2_named_lost("h1 h3 h4", 1);
   probe("s1 s2 s3", 3);
   probed(NULL);
   say("lost host(s): h2; replacing them with spare(s) s1");
@@ -785,13 +783,7 @@ START_TEST(spares_exhausted_midway) {
   c.ec_k = 3, c.ec_m = 1;
   make(&c);
   first_attempt("h1 h2 h3 h4", HOLD | PREP);
-  ended(1, "h2", 0);
-  say_at("attempt 1 ended after 1.2 s: exit status 1");
-  probe("h1 h3 h4", 3);
-  probed(NULL);
-  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
-         "or partitioned): h2");
-  say("restart 1 of 2: attempt failed with status 125; recovering");
+  h2_named_lost("h1 h3 h4", 2);
   probe("s1 s2", 3);
   probed(NULL);
   say("lost host(s): h2; replacing them with spare(s) s1");
@@ -860,13 +852,7 @@ static void lose_h2_restore_apart(const char *pool, int spares) {
   c.restore_job = 1;
   make(&c);
   first_attempt("h1 h2 h3", HOLD | PREP);
-  ended(1, "h2", 0);
-  say_at("attempt 1 ended after 1.2 s: exit status 1");
-  probe("h1 h3", 3);
-  probed(NULL);
-  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
-         "or partitioned): h2");
-  say("restart 1 of 1: attempt failed with status 125; recovering");
+  h2_named_lost("h1 h3", 1);
   probe(pool, 3);
   probed(NULL);
   say("lost host(s): h2; replacing them with spare(s) s1");
