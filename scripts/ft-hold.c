@@ -204,7 +204,7 @@ static int parse(int argc, char **argv, ft__config_t *cfg, int *vnode,
                                        {0, 0, 0, 0}};
   int o, src;
   char *end;
-  while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     if ((src = ft__storeopt(o, optarg, "ft-hold", cfg, vnode)) != 1) {
       if (src)
         return src;

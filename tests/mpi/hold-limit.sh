@@ -22,7 +22,10 @@ done
 export FT_JOB=nolimit
 FT_HOLD=step=4 FT_HOLD_LIMIT=0 train_bg nolimit 2 $ARGS
 held nolimit
-"$B/ft-hold" --job "$FT_JOB" release >/dev/null || fail "ft-hold release"
+# ft-hold's options go anywhere on its command line (--job after the command).
+out=$(FT_JOB=other "$B/ft-hold" show --job "$FT_JOB" 2>&1) || fail "ft-hold show --job $FT_JOB: $out"
+[[ $out == *"armed step=4, held 1/1 "* ]] || fail "ft-hold show --job after the command: $out"
+"$B/ft-hold" release --job "$FT_JOB" >/dev/null || fail "ft-hold release --job"
 wait "$PID" || { log_of nolimit | tail; fail "the released run failed"; }
 ! grep -q 'nobody let it go' "$LOGDIR/nolimit" || { log_of nolimit | tail; fail "FT_HOLD_LIMIT=0 let go by itself"; }
 expect_digest nolimit "$REF" "FT_HOLD_LIMIT=0, released by ft-hold"
