@@ -36,6 +36,7 @@ expect_rc 2 "--dry-run comes after PROGRAM 'prog' and before '--'" --nodes 2 pro
 out=$("$L" --dry-run --nodes 2 prog -- x) || fail "a program's own '--' refused"
 [[ $out == *" prog -- x "* ]] || fail "a program's own '--' did not reach it: $out"
 expect_rc 1 "no cluster 'nolaunch$$'" --cluster "nolaunch$$" --dry-run -- true
+"$L" --dry-run --timeout 1e2 -- x >/dev/null || fail "--timeout 1e2 (a number, as FT_TIMEOUT takes it) refused"
 "$L" --dry-run --nodes 2 --persist "$WORK/dry-persist" -- x >/dev/null || fail "--dry-run --persist"
 [ ! -e "$WORK/dry-persist" ] || fail "--dry-run made the --persist directory"
 ok "options after PROGRAM refused (exit 2); --cluster C before '--' names the cluster; a dry run makes nothing"
