@@ -170,6 +170,8 @@ START_TEST(store_dir_swapped) {
   ck_assert_int_eq(ft__store_open_dir(r, job, 0, &d, msg, sizeof(msg)),
                    FT_ECONFIG);
   ck_msg_has(msg, "symbolic link");
+  ft__meta_clear(m);
+  ft__meta_clear(got);
   free(m);
   free(got);
 }
