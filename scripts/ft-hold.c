@@ -87,12 +87,17 @@ static int show(tool_t *t) {
   const ft__ctl_t *c = t->ctl;
   char spec[96];
   spec_of(c, spec, sizeof(spec));
+  char bound[40] = "";
+  if (ft__load32(&c->hold.armed))
+    snprintf(bound, sizeof(bound), c->hold.limit_s ? ", lets go after %u s"
+                                                   : ", no bound",
+             c->hold.limit_s);
   printf("ft-hold: %s: armed %s, held %u/%u at step %llu, passed %u, gate "
-         "step %llu, node %u of %u, job %s\n",
+         "step %llu, node %u of %u, job %s%s\n",
          t->host, spec, ft__load32(&c->hold.held), expected(c),
          (unsigned long long)c->hold.held_step, ft__load32(&c->hold.passed),
          (unsigned long long)gate_of(c), c->node, c->nnodes,
-         running(c) ? "running" : "not running");
+         running(c) ? "running" : "not running", bound);
   return EXIT_OK;
 }
 

@@ -7,8 +7,8 @@
  * default 600 s) has passed: then the held process lets go by itself,
  * withdrawing the arming for everyone, and its caller says so.  A tool
  * that armed a hold and died can leave a job stopped for that long, never
- * for good.  The job cannot run past the point meanwhile, so
- * a fault "at step 8" lands at step 8 however slow the machine is.
+ * for good.  Until then the job cannot run past the point, so a fault "at
+ * step 8" lands at step 8 however slow the machine is.
  *
  *   FT_HOLD=step=N            every trainer, once the snapshot of the first
  *                             snapshot step >= N is committed on every node

@@ -37,6 +37,17 @@ out=$("$L" --dry-run --nodes 2 prog -- x) || fail "a program's own '--' refused"
 [[ $out == *" prog -- x "* ]] || fail "a program's own '--' did not reach it: $out"
 expect_rc 1 "no cluster 'nolaunch$$'" --cluster "nolaunch$$" --dry-run -- true
 "$L" --dry-run --timeout 1e2 -- x >/dev/null || fail "--timeout 1e2 (a number, as FT_TIMEOUT takes it) refused"
+expect_rc 2 "--dry-run takes no value (--dry-run=yes)" --dry-run=yes -- true
+expect_rc 2 "--cluster=: no cluster name" --cluster= -- true
+# --cluster C: C is the cluster when "--" or an option follows it, else the program
+expect_rc 1 "no cluster 'nolaunch$$'" --cluster "nolaunch$$" --nodes 2 prog
+FT_CLUSTER=nolaunchb$$ expect_rc 1 "no cluster 'nolaunchb$$'" --cluster python3 train.py -- --lr 1
+# ft-chaos checks its words before it touches a host.
+for bad in "--when phase=bogus" "--when step=x" "--cluster" "--cluster=Bad_1"; do
+  # shellcheck disable=SC2086
+  ft-chaos kill-rank 0 --job none $bad >"$WORK/chaos.out" 2>&1; rc=$?
+  [ $rc -eq 2 ] || { cat "$WORK/chaos.out"; fail "ft-chaos kill-rank 0 $bad: exit $rc, expected 2"; }
+done
 "$L" --dry-run --nodes 2 --persist "$WORK/dry-persist" -- x >/dev/null || fail "--dry-run --persist"
 [ ! -e "$WORK/dry-persist" ] || fail "--dry-run made the --persist directory"
 ok "options after PROGRAM refused (exit 2); --cluster C before '--' names the cluster; a dry run makes nothing"

@@ -10,6 +10,16 @@ ARGS="--steps 8 --snapshot-every 2 --state-mb 1"
 FT_JOB=ref train ref 2 $ARGS || { log_of ref | tail; fail "fault-free run failed"; }
 REF=$(digest_of ref)
 
+# The default bound, as ft-hold shows it.
+export FT_JOB=default-bound
+FT_HOLD=step=4 train_bg dflt 2 $ARGS
+held dflt
+out=$("$B/ft-hold" --job "$FT_JOB" show) || fail "ft-hold show: $out"
+[[ $out == *", lets go after 600 s" ]] || fail "the default FT_HOLD_LIMIT is not 600 s: $out"
+"$B/ft-hold" --job "$FT_JOB" release >/dev/null || fail "ft-hold release"
+wait "$PID" || { log_of dflt | tail; fail "the released run failed"; }
+unset FT_JOB
+
 for when in step=4 phase=encode,step=4; do
   FT_JOB=lim-${when%%[=,]*} FT_HOLD=$when FT_HOLD_LIMIT=1 train "lim-$when" 2 $ARGS ||
     { log_of "lim-$when" | tail; fail "FT_HOLD=$when FT_HOLD_LIMIT=1: the job did not end by itself"; }
@@ -25,6 +35,7 @@ held nolimit
 # ft-hold's options go anywhere on its command line (--job after the command).
 out=$(FT_JOB=other "$B/ft-hold" show --job "$FT_JOB" 2>&1) || fail "ft-hold show --job $FT_JOB: $out"
 [[ $out == *"armed step=4, held 1/1 "* ]] || fail "ft-hold show --job after the command: $out"
+[[ $out == *", no bound" ]] || fail "FT_HOLD_LIMIT=0: the hold has a bound: $out"
 "$B/ft-hold" release --job "$FT_JOB" >/dev/null || fail "ft-hold release --job"
 wait "$PID" || { log_of nolimit | tail; fail "the released run failed"; }
 ! grep -q 'nobody let it go' "$LOGDIR/nolimit" || { log_of nolimit | tail; fail "FT_HOLD_LIMIT=0 let go by itself"; }
