@@ -117,25 +117,6 @@ expect_rc gaveup 0 "the job ft-chaos gave up on"
 expect_digest gaveup "the job ft-chaos gave up on"
 ok "ft-chaos gave up (exit 4): the job held at step 8 let go, ran to its end, digest matches"
 
-# A second fault aimed at the relaunch: ft-chaos, started while the first
-# attempt dies, waits through the restart for the job to run everywhere
-# again (a host that stops running the job is no end of it), and strikes
-# at step 10 of the relaunch.
-begin "a second ft-chaos waits through the restart: h2 lost at step 4, then rank 1 killed at step 10"
-up crecover 4 --spares 2
-export FT_JOB=second-fault
-FT_HOLD=step=4 launch_bg second "$STEPS" --job "$FT_JOB" --nodes 4 --restarts 2 --spares 2 --timeout 10
-HOLD_WHEN=step=4
-chaos second.first kill-node h2
-HOLD_WHEN=step=10
-chaos second kill-rank 1
-finish
-expect_line second.chaos ' kill-rank 1: kill -9 pid [0-9]+ on ' "the second fault delivered in the relaunch"
-expect_rc second 0 "two faults, ft-launch --restarts 2 --spares 2"
-expect_line second '^ft-launch: \[.*\] done: success after 2 restart\(s\): h2 -> s1; relaunched on the same hosts$' "two restarts"
-expect_digest second "h2 lost at step 4, rank 1 killed at step 10"
-ok "a second ft-chaos waited through the restart and struck at step 10; digest matches"
-
 # fill_s1: s1's /dev/shm filled, 64 KiB left
 fill_s1() {
   ft-cluster exec --name "$CL" s1 sh -c \

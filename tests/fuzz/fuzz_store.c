@@ -1,6 +1,7 @@
 /*
  * libFuzzer target for what the node store reads back from tmpfs that another
- * process wrote (docs/design.md section 4, CONTRIBUTING.md "Fuzz what another process wrote"):
+ * process wrote (docs/design.md section 4, CONTRIBUTING.md "Fuzz what another
+ * process wrote"):
  *
  *   first byte & 3 == 0  slot image -> ft__slot_validate, as read (the
  *                        header checksum catches almost every mutation of
@@ -10,9 +11,12 @@
  *                        both to the regions
  *                  == 2  metadata bytes -> ft__meta_decode, as read
  *                  == 3  metadata with total_bytes and the trailing CRC64
- *                        fixed up, so mutations reach the tables
- *   bit 2 of the first byte: validate the slot against job "fuzz-job" (set)
- *   or any job (clear).
+ *                        fixed up, so mutations reach the tables; with bit
+ *                        2 set, a group table (group.meta) instead, its
+ *                        trailing CRC64 fixed up, member (bits 4-5) ->
+ *                        ft__group_meta_decode
+ *   bit 2 of the first byte, slot: validate the slot against job
+ *   "fuzz-job" (set) or any job (clear).
  *   bit 3, slot as read: fix up the header checksum (not seg_bytes).
  *
  * Besides "no crash, no out-of-bounds read" (ASan, UBSan), what a validator
@@ -33,6 +37,7 @@
 
 #include "ec/crc.h"
 #include "ftrt.h"
+#include "snapshot/groupmeta.h"
 #include "snapshot/store.h"
 
 #define REQUIRE(cond)                                                          \
@@ -237,6 +242,35 @@ static void fuzz_meta(uint8_t *buf, size_t len, int patch) {
   free(out);
 }
 
+/* A group table: a member that decodes is metadata as good as a node's
+ * own (fuzz_meta's promises), and a refusal leaves nothing held. */
+static void fuzz_group(uint8_t *buf, size_t len, int pos) {
+  if (len >= 12) {
+    uint64_t crc = ft__crc64(0, buf, len - 8);
+    memcpy(buf + len - 8, &crc, 8);
+  }
+  char msg[256];
+  memset(msg, 'x', sizeof(msg));
+  int rc =
+      ft__group_meta_decode(buf, len, pos, meta_a, "fuzz", msg, sizeof(msg));
+  check_msg(rc, msg, sizeof(msg));
+  if (rc != FT_OK) {
+    REQUIRE(meta_a->hosts == NULL && meta_a->nnodes == 0 &&
+            meta_a->nlocal == 0);
+    return;
+  }
+  REQUIRE(meta_a->hosts != NULL);
+  REQUIRE((uint64_t)meta_a->nnodes * FT_NAME_MAX < len);
+  REQUIRE(meta_a->node < meta_a->nnodes && meta_a->nlocal <= FT_MAX_LOCAL);
+  uint8_t *out = NULL;
+  size_t olen = 0;
+  REQUIRE(ft__meta_encode(meta_a, &out, &olen) == FT_OK);
+  REQUIRE(ft__meta_decode(out, olen, meta_b, "fuzz", msg, sizeof(msg)) ==
+          FT_OK);
+  REQUIRE(ft__meta_equal(meta_a, meta_b));
+  free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
@@ -260,8 +294,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 1:
     fuzz_slot(copy, size, sel & 1, (sel >> 3) & 1, (sel >> 2) & 1);
     break;
+  case 2:
+    fuzz_meta(copy, size, 0);
+    break;
   default:
-    fuzz_meta(copy, size, sel & 1);
+    if (sel & 4)
+      fuzz_group(copy, size, (sel >> 4) & 3);
+    else
+      fuzz_meta(copy, size, 1);
     break;
   }
   free(copy);

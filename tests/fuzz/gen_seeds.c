@@ -2,8 +2,9 @@
  * Seed inputs for fuzz_store: valid slot images and metadata files made by
  * the store's own writers (so every slot seed carries a valid header
  * checksum and gets past it), plus interesting truncations.  Each file
- * starts with the selector byte fuzz_store.c reads (0/1 slot, 2/3 metadata;
- * bit 2: check the job; bit 3: fix the slot's header checksum up).
+ * starts with the selector byte fuzz_store.c reads (0/1 slot, 2/3 metadata,
+ * 0x07/0x17 a group table's member 0/1; for a slot, bit 2: check the job,
+ * bit 3: fix the header checksum up).
  * Usage: gen_seeds OUTDIR   (tests/fuzz/run builds it;
  * `tests/fuzz/run --regen-corpus` refreshes tests/fuzz/corpus/).
  */
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ec/crc.h"
 #include "ftrt.h"
 #include "snapshot/store.h"
 
@@ -105,6 +107,31 @@ static ft__meta_t *meta_seed(uint32_t nlocal, uint32_t nbufs, uint32_t nnodes) {
   return m;
 }
 
+/* A group table of two members, this metadata twice, as
+ * ft__group_meta_write lays it out (count, then a length and the bytes a
+ * member, then the CRC64): member 0 and member 1 asked for. */
+static void group_seeds(const char *name, const uint8_t *meta, size_t len) {
+  size_t total = 4 + 2 * (8 + len) + 8;
+  uint8_t *g = malloc(total), *p = g;
+  if (!g)
+    exit(1);
+  uint32_t cnt = 2;
+  memcpy(p, &cnt, 4), p += 4;
+  for (int i = 0; i < 2; i++) {
+    uint64_t l = len;
+    memcpy(p, &l, 8), p += 8;
+    memcpy(p, meta, len), p += len;
+  }
+  uint64_t crc = ft__crc64(0, g, total - 8);
+  memcpy(p, &crc, 8);
+  char fname[256];
+  snprintf(fname, sizeof(fname), "group-%s-0", name);
+  emit(fname, 0x07, g, total);
+  snprintf(fname, sizeof(fname), "group-%s-1", name);
+  emit(fname, 0x17, g, total);
+  free(g);
+}
+
 static void meta_seeds(const char *name, uint32_t nlocal, uint32_t nbufs,
                        uint32_t nnodes) {
   ft__meta_t *m = meta_seed(nlocal, nbufs, nnodes);
@@ -121,6 +148,7 @@ static void meta_seeds(const char *name, uint32_t nlocal, uint32_t nbufs,
   emit(fname, 0x03, buf, len / 2);
   snprintf(fname, sizeof(fname), "meta-%s-no-crc", name);
   emit(fname, 0x02, buf, len - 8);
+  group_seeds(name, buf, len);
   free(buf);
   ft__meta_free(m);
 }
