@@ -305,7 +305,8 @@ static void ftl_record(ft__launch_t *m, int kind, const ftl_id_t *ids,
     return;
   ftl_rec_t *r = &m->rec[m->nrec++];
   r->kind = (uint8_t)kind, r->n = n, r->off = m->nslot, r->nodes = nodes;
-  memcpy(m->slot + m->nslot, ids, nslots * sizeof(*ids));
+  if (nslots) /* ids may be NULL then, which memcpy may not be given */
+    memcpy(m->slot + m->nslot, ids, nslots * sizeof(*ids));
   m->nslot += nslots, m->entries++;
 }
 

@@ -121,7 +121,10 @@ note "a prepare with a dead removal's request: the request dropped, prepared"
 # launch that holds it open ended) stops and removes what it made; one
 # whose input ends before any byte (a command that passes no input on,
 # ssh -n) is refused: it could never last.
-"$S" --until-eof prepare $MB < <(echo) || fail "prepare --until-eof: exit $?"
+# A file of one byte: its end is there from the start (a pipe's writer
+# might still be running when ft-spare looks, and the test would race it).
+echo >"$LOGDIR/one-byte"
+"$S" --until-eof prepare $MB <"$LOGDIR/one-byte" || fail "prepare --until-eof: exit $?"
 [ ! -e "$SP" ] || fail "prepare --until-eof with its input ended left $SP"
 expect_exit 1 no-input 'passes no input on' "$S" --until-eof prepare $MB </dev/null
 [ ! -e "$SP" ] || fail "prepare --until-eof without input left $SP"
