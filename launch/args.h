@@ -1,0 +1,77 @@
+/*
+ * ft-launch's command line and the environment that stands in for it, as
+ * scripts/ft-launch reads them (parse_args, validate, pick_python): every
+ * option, the same defaults (FT_JOB, FT_TIMEOUT, FT_EC_K and FT_EC_M,
+ * FT_PROBE_TRIES, FT_CLUSTER, SLURM_JOB_NODELIST, FT_PYTHON), and the same
+ * refusals, word for word.
+ *
+ * The grammar: options, then PROGRAM and its arguments, the two parted by
+ * "--" or by the first word that is no option.  "--opt=value" is
+ * "--opt value" (for every option: "--dry-run=x" is --dry-run and then the
+ * program x, as in bash).  "--cluster C" names the cluster only when a
+ * later "--" introduces PROGRAM (C cannot be the program then); else the
+ * cluster is $FT_CLUSTER or ftrt and the word after --cluster starts
+ * PROGRAM.  A PROGRAM not introduced by "--" that is followed by one of
+ * ft-launch's options and then "--" is refused: the options were meant for
+ * ft-launch (options_after_program).
+ *
+ * Numbers are kept as the text given: bash compares them in decimal with
+ * `[`, computes with them in its arithmetic (where a leading 0 is octal),
+ * and prints them as they were written ("--spares 01" is said "01").
+ *
+ * A step returns 0 to go on, or the exit code of its refusal with the line
+ * in msg (without "ft-launch: "): FT_LAUNCH_EXIT_USAGE for bad_usage (the
+ * caller adds "(ft-launch --help for usage)"), FT_LAUNCH_EXIT_FAIL for die.
+ * Strings in the struct stay valid until ft__launch_args_free.
+ */
+#ifndef FT_LAUNCH_ARGS_H
+#define FT_LAUNCH_ARGS_H
+
+#include "launch/env.h"
+#include "launch/words.h"
+
+#define FT_LAUNCH_EXIT_FAIL 1
+#define FT_LAUNCH_EXIT_USAGE 2
+
+typedef struct ft__launch_args {
+  /* The options, "" where not given (ppn "1" and restarts "0" then). */
+  const char *nodes, *ppn, *hostfile, *cluster, *spares, *restarts, *job;
+  const char *ec, *timeout, *probe, *persist, *times;
+  int help, verbose, dry_run, one_per_node, restore_job, cold_spares, fresh;
+  ft__words_t extra;   /* --mpirun-arg, in order */
+  ft__words_t program; /* PROGRAM and its arguments */
+
+  /* What validate took from the environment and made of the options. */
+  const char *slurm;       /* SLURM_JOB_NODELIST when it is the placement */
+  const char *probe_tries; /* FT_PROBE_TRIES, else "3" */
+  const char *ec_name;     /* "FT_EC_K=3 FT_EC_M=1" when the code came from
+                              the environment, else "" ("--ec K+M") */
+  ft__words_t line;        /* the command line as the parse rewrote it */
+  ft__words_t own; /* the strings above that are neither argv's nor env's */
+} ft__launch_args_t;
+
+/* The text of ft-launch --help. */
+extern const char ft__launch_usage[];
+
+/* argv[1..argc) into a (zeroed here first).  A --help or -h stops the
+ * parse with a->help set (what follows it is not read).  Reads FT_CLUSTER
+ * for a --cluster without a name. */
+int ft__launch_parse(ft__launch_args_t *a, int argc, char *const *argv,
+                     const ft__env_t *env, ft__text_t *msg);
+
+/* The checks and defaults of validate, in its order.  cwd is $PWD (a
+ * relative --persist is taken from there).  Without --dry-run it makes the
+ * --persist directory (mkdir -p, mode 0700; mkdir's own line on stderr
+ * when that fails, as coreutils words it) and opens --times for appending;
+ * a dry run changes nothing.  Exports FT_PERSIST_DIR into env. */
+int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
+                        ft__text_t *msg);
+
+/* A PROGRAM of "python3" or "python" becomes FT_PYTHON, else here's
+ * ft-python when executable, else ft-python found on PATH; else it stays. */
+int ft__launch_pick_python(ft__launch_args_t *a, const ft__env_t *env,
+                           const char *here);
+
+void ft__launch_args_free(ft__launch_args_t *a);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * What launch/backend.h shares among the launchers: the table of them,
+ * ftrt's variables of a launch, the MCA parameters of --mpirun-arg, and
+ * the agent list of Open MPI and PRRTE.  The rules are scripts/ft-launch's
+ * (build_mpirun, mca_value, rsh_agent), including how bash's `read` splits
+ * "A : B" at each ':' (a last ':' ends the list, it opens no empty entry).
+ */
+#include "launch/backend.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ftrt.h"
+
+static const ft__launcher_t *const LAUNCHERS[] = {&ft__launcher_ompi4};
+
+const ft__launcher_t *ft__launcher_find(const char *name) {
+  for (size_t i = 0; i < sizeof(LAUNCHERS) / sizeof(*LAUNCHERS); i++)
+    if (strcmp(LAUNCHERS[i]->name, name) == 0)
+      return LAUNCHERS[i];
+  return NULL;
+}
+
+int ft__launch_job_env(const ft__launch_job_t *job, ft__env_t *env) {
+  int rc = FT_OK;
+  if (job->ec_k && job->ec_m) {
+    rc = ft__env_set(env, "FT_EC_K", job->ec_k);
+    if (rc == FT_OK)
+      rc = ft__env_set(env, "FT_EC_M", job->ec_m);
+  }
+  if (rc == FT_OK)
+    rc = ft__env_set(env, "FT_JOB", job->job);
+  if (rc == FT_OK)
+    rc = ft__env_set(env, "FT_TIMEOUT", job->timeout);
+  if (rc == FT_OK && job->nhosts == 0 && job->nodes > 1) {
+    char v[32];
+    snprintf(v, sizeof(v), "%" PRId64, job->node_ranks);
+    rc = ft__env_set(env, "FT_VIRTUAL_NODE_RANKS", v);
+  }
+  return rc;
+}
+
+static int mca_word(const char *w) {
+  static const char *const spellings[] = {"--mca", "-mca",      "--gmca",
+                                          "-gmca", "--prtemca", "-prtemca"};
+  for (size_t i = 0; i < sizeof(spellings) / sizeof(*spellings); i++)
+    if (strcmp(w, spellings[i]) == 0)
+      return 1;
+  return 0;
+}
+
+int ft__launch_mca_value(const char *const *extra, int nextra, const char *name,
+                         const char **value) {
+  int found = 0;
+  for (int i = 0; i + 2 < nextra; i++)
+    if (mca_word(extra[i]) && strcmp(extra[i + 1], name) == 0) {
+      *value = extra[i + 2];
+      found = 1;
+    }
+  return found;
+}
+
+int ft__launch_mca_given(const char *const *extra, int nextra,
+                         const char *name) {
+  const char *v;
+  return ft__launch_mca_value(extra, nextra, name, &v);
+}
+
+/* `IFS=: read -ra entries <<<"$list"`: the entries, blanks kept. */
+static int agent_entries(const char *list, ft__words_t *entries) {
+  size_t end = strcspn(list, "\n");
+  for (size_t i = 0; i < end;) {
+    size_t len = strcspn(list + i, ":\n");
+    if (ft__words_addn(entries, list + i, len) != FT_OK)
+      return FT_ENOMEM;
+    i += len + 1;
+  }
+  return FT_OK;
+}
+
+int ft__launcher_pick_agent(const char *list, const ft__env_t *env,
+                            ft__words_t *words) {
+  ft__words_t entries = FT__WORDS_INIT;
+  ft__text_t found = FT__TEXT_INIT;
+  int rc = agent_entries(list, &entries);
+  ft__words_truncate(words, 0);
+  for (int i = 0; rc == FT_OK && i < entries.n; i++) {
+    rc = ft__words_split(words, entries.v[i]);
+    if (rc != FT_OK || words->n == 0)
+      continue;
+    int on_path = ft__env_command(env, words->v[0], &found);
+    if (on_path != 0) {
+      rc = on_path < 0 ? on_path : FT_OK;
+      goto out;
+    }
+    ft__words_truncate(words, 0);
+  }
+  if (rc == FT_OK)
+    rc = ft__words_split(words,
+                         entries.n && *entries.v[0] ? entries.v[0] : "ssh");
+out:
+  ft__words_free(&entries);
+  ft__text_free(&found);
+  return rc;
+}

@@ -1,0 +1,154 @@
+/*
+ * Launcher backends: what ft-launch needs of the program that starts a
+ * job's processes on its hosts (mpirun and its kin), behind one table of
+ * functions, so that placement, probes and the state machine never spell
+ * a launcher's option or message themselves.  A backend answers:
+ *
+ *   build      the command line of one launch of a node set, with the
+ *              environment it needs and the hostfile it reads: the
+ *              launcher's words, then the program's;
+ *   daemon     the per-host daemon the launcher starts, by process name
+ *              (what a teardown looks for among a launch's leftovers);
+ *   lost       the hosts the launcher said it lost the daemon of, read
+ *              from its messages as the output filter keeps them (a banner
+ *              as one line, blanks squeezed: mpirun_filter's HIDDEN file);
+ *   agent      how the launcher itself reaches a host (its remote shell):
+ *              the default probe, "AGENT HOST true" telling a live host;
+ *   probe_cmd  the command that probes one host with the probe's words;
+ *   host_cmd   the command that runs a shell line on a host the way the
+ *              probe reaches it (a spare's preparation, its removal).
+ * All of them are pure: they read what they are given (the job, the
+ * environment) and write what they return; the caller writes the
+ * hostfile, starts and probes.
+ *
+ * ompi4 (ompi4.c) is Open MPI 4.1's mpirun, the bash ft-launch's behaviour:
+ * orted started over the rsh launcher (ft-rsh on an ft-cluster, the
+ * configured agent on a hostfile's hosts, Slurm's own plm in an
+ * allocation), the ORTE banner "ORTE has lost communication with a remote
+ * daemon. ... Remote daemon: [[J,0],N] on node HOST ...", and the agent of
+ * --mca plm_rsh_agent, OMPI_MCA_plm_rsh_agent or "ssh : rsh".
+ *
+ * What the backends still to come provide, from their documentation:
+ *   Open MPI 5 (mpirun/prterun on PRRTE): build as ompi4's (--hostfile F,
+ *     lines "HOST slots=K", --map-by ppr:K:node, -np N, -x NAME), with the
+ *     runtime's parameters as --prtemca NAME V (plm_ssh_agent for
+ *     plm_rsh_agent, PRTE_MCA_rmaps_default_mapping_policy for the
+ *     oversubscription of OMPI_MCA_rmaps_base_oversubscribe) and the MPI
+ *     layer's as --mca; daemon prted; lost: PRRTE's banner "PRTE has lost
+ *     communication with a remote daemon. HNP daemon : ... Remote daemon:
+ *     [NSPACE,R] on node HOST ..." (help-errmgr-base.txt, node-died);
+ *     agent: --prtemca plm_ssh_agent, PRTE_MCA_plm_ssh_agent, else "ssh :
+ *     rsh".
+ *   MPICH hydra (mpiexec): build: mpiexec -launcher rsh|ssh
+ *     [-launcher-exec AGENT] -f HOSTFILE (lines "HOST:K") -ppn K -n N
+ *     -genvlist FT_JOB,FT_TIMEOUT,... (its -genvlist for -x); daemon
+ *     hydra_pmi_proxy; lost: hydra writes no banner naming the host: its
+ *     lines are "[mpiexec@HEAD] ..." and the remote shell's own ("ssh:
+ *     connect to host HOST ..."), so lost names at most what the agent
+ *     said, and the probe decides for the rest; agent: -launcher-exec or
+ *     HYDRA_LAUNCHER_EXEC, else ssh.
+ *   Slurm (srun as the launcher): build: srun -N N -n N*K
+ *     --ntasks-per-node K -w h1,h2,... (no hostfile; --export=ALL passes
+ *     the environment whole); daemon slurmstepd; lost: "srun: error: Node
+ *     failure on LIST" (a Slurm node list, expanded as ft-nodelist does);
+ *     agent: "srun -N1 -n1 --overlap -w", and host_cmd names a shell
+ *     (srun runs words, not a line).
+ * Each fits the same table: only the words differ.
+ */
+#ifndef FT_LAUNCH_BACKEND_H
+#define FT_LAUNCH_BACKEND_H
+
+#include <stdint.h>
+
+#include "launch/env.h"
+#include "launch/words.h"
+
+/* One launch: where, what, how.  Counts are the values bash's arithmetic
+ * gives (a leading 0 read as octal). */
+typedef struct ft__launch_job {
+  /* The node set in rank order; none: this host, `nodes` virtual nodes. */
+  const char *const *hosts;
+  int nhosts;
+  int64_t nodes;
+  int64_t ranks_per_node; /* P+1, or 1 (--one-per-node, ft-restore) */
+  int64_t node_ranks;     /* P+1: FT_VIRTUAL_NODE_RANKS on this host */
+  int slurm;              /* the hosts are a Slurm allocation's */
+  const char *cluster;    /* the ft-cluster's name, or NULL */
+  const char *rsh;        /* the cluster: the agent its hosts take (ft-rsh) */
+  const char *iface;      /* the cluster: its hosts' interface */
+  const char *hostfile;   /* with hosts: where the hostfile is written */
+  int64_t cpus;           /* CPUs this process may run on (nproc) */
+  /* ftrt's variables of the launch. */
+  const char *job, *timeout;
+  const char *ec_k, *ec_m;  /* the code of this launch (lowered after a
+                               shrink); NULL: no code given */
+  const char *const *extra; /* --mpirun-arg */
+  int nextra;
+  const char *const *program; /* PROGRAM and its arguments */
+  int nprogram;
+} ft__launch_job_t;
+
+/* What build returns: argv to start (PROGRAM last) and the hostfile's text
+ * for job->hostfile (empty: none). */
+typedef struct ft__launch_cmd {
+  ft__words_t argv;
+  ft__text_t hostfile;
+} ft__launch_cmd_t;
+
+#define FT__LAUNCH_CMD_INIT                                                    \
+  { FT__WORDS_INIT, FT__TEXT_INIT }
+
+typedef struct ft__launcher {
+  const char *name;   /* "ompi4" */
+  const char *daemon; /* the per-host daemon's process name ("orted") */
+  /* argv and hostfile of job into cmd (appended), and the launcher's own
+   * variables into env (it also names there what the ranks get).  env holds
+   * ftrt's already (ft__launch_job_env).  FT_OK, FT_ENOMEM. */
+  int (*build)(const ft__launch_job_t *job, ft__env_t *env,
+               ft__launch_cmd_t *cmd);
+  /* The hosts the launcher lost the daemon of, in the order kept names
+   * them (once each as named), appended to hosts.  kept: the messages,
+   * one a line. */
+  int (*lost)(const char *kept, ft__words_t *hosts);
+  /* The launcher's remote shell, as words, replacing words: the default
+   * probe.  Reads the job's --mpirun-arg and env. */
+  int (*agent)(const ft__launch_job_t *job, const ft__env_t *env,
+               ft__words_t *words);
+  /* The command that probes host with the probe's words, appended. */
+  int (*probe_cmd)(const char *const *probe, int nprobe, const char *host,
+                   ft__words_t *argv);
+  /* The command that runs the shell line `line` on host, appended: on the
+   * cluster through its agent, else through the probe. */
+  int (*host_cmd)(const ft__launch_job_t *job, const char *const *probe,
+                  int nprobe, const char *host, const char *line,
+                  ft__words_t *argv);
+} ft__launcher_t;
+
+/* Open MPI 4.1 (ompi4.c). */
+extern const ft__launcher_t ft__launcher_ompi4;
+
+/* The backend named name, or NULL. */
+const ft__launcher_t *ft__launcher_find(const char *name);
+
+/* ftrt's variables of a launch, the same for every launcher, into env:
+ * FT_EC_K and FT_EC_M (with a code), FT_JOB, FT_TIMEOUT, and
+ * FT_VIRTUAL_NODE_RANKS for virtual nodes (no hosts, more than one node).
+ * FT_OK, FT_ENOMEM. */
+int ft__launch_job_env(const ft__launch_job_t *job, ft__env_t *env);
+
+/* mca_value: the last value the --mpirun-arg words give MCA parameter name
+ * (--mca NAME V, or mpirun's other spellings: --gmca for every app
+ * context, --prtemca for Open MPI 5's runtime, one dash or two): 1 and
+ * *value (a word of extra), 0 when none does. */
+int ft__launch_mca_value(const char *const *extra, int nextra, const char *name,
+                         const char **value);
+int ft__launch_mca_given(const char *const *extra, int nextra,
+                         const char *name);
+
+/* Of an agent list "A : B" (Open MPI's and PRRTE's form), the first entry
+ * whose command is found on env's PATH, else the first entry, as words
+ * replacing words ("ssh" when the list is empty). */
+int ft__launcher_pick_agent(const char *list, const ft__env_t *env,
+                            ft__words_t *words);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * The command of launch/command.h: posix_spawn with its output on a pipe,
+ * read to its end, then waited for.  A command that cannot be started
+ * ends with 127, as in bash.
+ */
+#include "launch/command.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+
+static int read_all(int fd, ft__text_t *out) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n == 0)
+      return FT_OK;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return FT_EIO;
+    if (ft__text_addn(out, buf, (size_t)n) != FT_OK)
+      return FT_ENOMEM;
+  }
+}
+
+static int bash_status(int st) {
+  if (WIFEXITED(st))
+    return WEXITSTATUS(st);
+  if (WIFSIGNALED(st))
+    return 128 + WTERMSIG(st);
+  return 1;
+}
+
+int ft__command_output(char *const *argv, char *const *envp, int with_stderr,
+                       ft__text_t *out, int *status) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return FT_EIO;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  if (with_stderr)
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid;
+  int err = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (err != 0) {
+    close(fds[0]);
+    *status = 127;
+    return FT_OK;
+  }
+  int rc = read_all(fds[0], out);
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  *status = bash_status(st);
+  return rc;
+}
+
+void ft__command_chomp(ft__text_t *t) {
+  while (t->len && t->s[t->len - 1] == '\n')
+    t->s[--t->len] = '\0';
+}

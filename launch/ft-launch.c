@@ -1,0 +1,245 @@
+/*
+ * ft-launch-c: ft-launch in C as far as it goes before anything of the job
+ * starts: the command line and its environment (launch/args.h), the
+ * placement and the probe (launch/plan.h), and the launcher's command line
+ * from its backend (launch/backend.h, Open MPI 4.1).  It answers --help,
+ * refuses what scripts/ft-launch refuses with the same lines and exit
+ * codes, and with --dry-run prints what `ft-launch --dry-run` prints: the
+ * "# hostfile:", "# spares:", "# probe:" and "# environment:" lines and the
+ * command line quoted as bash's printf %q quotes it.  Any other run stops
+ * after the plan, saying that only --dry-run is implemented (exit 1): the
+ * supervisor is still scripts/ft-launch, and this program is not installed.
+ *
+ * It runs in scripts/ft-launch's order (main there): parse, validate,
+ * pick_python, the temporary directory, --fresh, the plan, the command.
+ * Its directory stands for the script's: ft-cluster, ft-rsh, ft-nodelist
+ * and ft-python are looked for next to the program itself.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <locale.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+#include "launch/args.h"
+#include "launch/backend.h"
+#include "launch/env.h"
+#include "launch/plan.h"
+#include "launch/quote.h"
+#include "launch/words.h"
+
+extern char **environ;
+
+typedef struct launch {
+  ft__env_t env;
+  ft__launch_args_t args;
+  ft__launch_plan_t plan;
+  ft__launch_cmd_t cmd;
+  ft__text_t msg;
+  char here[PATH_MAX];
+  char cwd[PATH_MAX];
+  char tmp[PATH_MAX]; /* the temporary directory, "" before it is made */
+} launch_t;
+
+static void say(const char *line) { fprintf(stderr, "ft-launch: %s\n", line); }
+
+/* A refusal of args.h or plan.h: die (1) or bad_usage (2). */
+static int refused(int code, const ft__text_t *msg) {
+  say(ft__text_str(msg));
+  if (code == FT_LAUNCH_EXIT_USAGE)
+    fputs("(ft-launch --help for usage)\n", stderr);
+  return code;
+}
+
+/* dirname "$(readlink -f "$0")": where the program is. */
+static int find_here(launch_t *l) {
+  char self[PATH_MAX];
+  if (!realpath("/proc/self/exe", self))
+    return -1;
+  char *slash = strrchr(self, '/');
+  *slash = '\0';
+  snprintf(l->here, sizeof(l->here), "%s", slash == self ? "/" : self);
+  return 0;
+}
+
+/* $PWD as bash sets it: the environment's when it names this directory. */
+static void find_cwd(launch_t *l) {
+  const char *pwd = ft__env_get(&l->env, "PWD");
+  struct stat a, b;
+  if (pwd && pwd[0] == '/' && strlen(pwd) < sizeof(l->cwd) &&
+      stat(pwd, &a) == 0 && stat(".", &b) == 0 && a.st_dev == b.st_dev &&
+      a.st_ino == b.st_ino) {
+    snprintf(l->cwd, sizeof(l->cwd), "%s", pwd);
+  } else if (!getcwd(l->cwd, sizeof(l->cwd))) {
+    l->cwd[0] = '\0';
+  }
+}
+
+/* mktemp -d "${TMPDIR:-/tmp}/ft-launch.XXXXXX", and mktemp's line when it
+ * fails. */
+static int make_tmp(launch_t *l) {
+  const char *dir = ft__env_str(&l->env, "TMPDIR");
+  snprintf(l->tmp, sizeof(l->tmp), "%s/ft-launch.XXXXXX", *dir ? dir : "/tmp");
+  if (mkdtemp(l->tmp))
+    return 0;
+  int err = errno;
+  ft__text_t line = FT__TEXT_INIT;
+  ft__text_add(&line, "mktemp: failed to create directory via template ");
+  ft__quote_coreutils(&line, l->tmp);
+  ft__text_addf(&line, ": %s\n", strerror(err));
+  fputs(ft__text_str(&line), stderr);
+  ft__text_free(&line);
+  l->tmp[0] = '\0';
+  say("cannot create a temporary directory");
+  return FT_LAUNCH_EXIT_FAIL;
+}
+
+/* rm -rf "$TMP": it holds files only. */
+static void remove_tmp(launch_t *l) {
+  if (!l->tmp[0])
+    return;
+  DIR *d = opendir(l->tmp);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    char f[PATH_MAX + 256];
+    snprintf(f, sizeof(f), "%s/%s", l->tmp, e->d_name);
+    unlink(f);
+  }
+  if (d)
+    closedir(d);
+  rmdir(l->tmp);
+  l->tmp[0] = '\0';
+}
+
+/* nproc, without the OpenMP variables it would believe. */
+static int64_t cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    return 1;
+  return CPU_COUNT(&set);
+}
+
+/* The command line of the first launch, and its hostfile written. */
+static int build(launch_t *l, const ft__launcher_t *be) {
+  ft__launch_job_t job;
+  char hostfile[PATH_MAX + 16];
+  snprintf(hostfile, sizeof(hostfile), "%s/hostfile", l->tmp);
+  ft__launch_plan_job(&l->plan, &l->args, hostfile, cpus(), &job);
+  char k[32], m[32];
+  if (*l->args.ec) {
+    size_t plus = strcspn(l->args.ec, "+");
+    snprintf(k, sizeof(k), "%.*s", (int)plus, l->args.ec);
+    snprintf(m, sizeof(m), "%s", l->args.ec + plus + 1);
+    job.ec_k = k;
+    job.ec_m = m;
+  }
+  if (ft__launch_job_env(&job, &l->env) != FT_OK ||
+      be->build(&job, &l->env, &l->cmd) != FT_OK)
+    return -1;
+  if (!l->cmd.hostfile.len)
+    return 0;
+  FILE *f = fopen(hostfile, "w");
+  if (!f)
+    return -1;
+  fputs(l->cmd.hostfile.s, f);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* --dry-run: the plan's lines, then the command line, each word %q-quoted
+ * and followed by a space. */
+static int dry_run(launch_t *l) {
+  ft__text_t out = FT__TEXT_INIT;
+  int rc = ft__launch_dry_lines(&l->plan, &l->args, &l->env,
+                                ft__text_str(&l->cmd.hostfile), &out);
+  const ft__words_t *parts[] = {&l->plan.runner, &l->cmd.argv};
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; rc == FT_OK && i < parts[p]->n; i++) {
+      rc = ft__quote_word(&out, parts[p]->v[i]);
+      if (rc == FT_OK)
+        rc = ft__text_add(&out, " ");
+    }
+  if (rc == FT_OK)
+    rc = ft__text_add(&out, "\n");
+  if (rc == FT_OK)
+    fwrite(out.s, 1, out.len, stdout);
+  ft__text_free(&out);
+  return rc == FT_OK ? 0 : FT_LAUNCH_EXIT_FAIL;
+}
+
+/* Everything before the plan. */
+static int prepare(launch_t *l, int argc, char **argv) {
+  int rc = ft__launch_parse(&l->args, argc, argv, &l->env, &l->msg);
+  if (rc)
+    return refused(rc, &l->msg);
+  if (l->args.help) {
+    fputs(ft__launch_usage, stdout);
+    return -1;
+  }
+  find_cwd(l);
+  rc = ft__launch_validate(&l->args, &l->env, l->cwd, &l->msg);
+  if (rc)
+    return refused(rc, &l->msg);
+  if (find_here(l) != 0 ||
+      ft__launch_pick_python(&l->args, &l->env, l->here) != FT_OK) {
+    say("cannot find where ft-launch-c is");
+    return FT_LAUNCH_EXIT_FAIL;
+  }
+  rc = make_tmp(l);
+  if (rc)
+    return rc;
+  if (l->args.fresh && ft__env_set(&l->env, "FT_FRESH", "1") != FT_OK)
+    return FT_LAUNCH_EXIT_FAIL;
+  return 0;
+}
+
+static int run(launch_t *l, int argc, char **argv) {
+  const ft__launcher_t *be = &ft__launcher_ompi4;
+  int rc = prepare(l, argc, argv);
+  if (rc)
+    return rc < 0 ? 0 : rc;
+  rc = ft__launch_plan(&l->plan, &l->args, &l->env, be, l->here, &l->msg);
+  for (int i = 0; i < l->plan.said.n; i++)
+    say(l->plan.said.v[i]);
+  if (rc)
+    return refused(rc, &l->msg);
+  if (build(l, be) != 0) {
+    say("out of memory, or cannot write the hostfile");
+    return FT_LAUNCH_EXIT_FAIL;
+  }
+  if (l->args.dry_run)
+    return dry_run(l);
+  fputs("ft-launch-c: only --dry-run is implemented\n", stderr);
+  return FT_LAUNCH_EXIT_FAIL;
+}
+
+int main(int argc, char **argv) {
+  setlocale(LC_CTYPE, "");
+  setlocale(LC_COLLATE, "");
+  launch_t l = {.env = FT__ENV_INIT,
+                .cmd = FT__LAUNCH_CMD_INIT,
+                .msg = FT__TEXT_INIT,
+                .plan = FT__LAUNCH_PLAN_INIT};
+  if (ft__env_load(&l.env, environ) != FT_OK) {
+    say("out of memory");
+    return FT_LAUNCH_EXIT_FAIL;
+  }
+  ft__env_unset(&l.env, "FT_REBUILD"); /* ours: set on relaunches only */
+  int rc = run(&l, argc, argv);
+  fflush(stdout);
+  remove_tmp(&l);
+  ft__launch_plan_free(&l.plan);
+  ft__words_free(&l.cmd.argv);
+  ft__text_free(&l.cmd.hostfile);
+  ft__launch_args_free(&l.args);
+  ft__text_free(&l.msg);
+  ft__env_free(&l.env);
+  return rc;
+}
