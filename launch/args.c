@@ -71,6 +71,26 @@ static int refuse(ft__text_t *msg, int code, const char *fmt, ...) {
 
 /* ---- parse_args ---- */
 
+/* The string s kept in a->own; NULL when out of memory. */
+static const char *keep(ft__launch_args_t *a, ft__text_t *s) {
+  if (!s->s || ft__words_add(&a->own, s->s) != FT_OK)
+    return NULL;
+  return a->own.v[a->own.n - 1];
+}
+
+/* ${NAME:-dflt}: a copy of the variable's value (env changes under it: FT_JOB
+ * is exported again), or dflt; NULL when out of memory. */
+static const char *env_or(ft__launch_args_t *a, const ft__env_t *env,
+                          const char *name, const char *dflt) {
+  const char *v = ft__env_str(env, name);
+  if (!*v)
+    return dflt;
+  ft__text_t t = FT__TEXT_INIT;
+  const char *kept = ft__text_add(&t, v) == FT_OK ? keep(a, &t) : NULL;
+  ft__text_free(&t);
+  return kept;
+}
+
 /* The options that take a value, and where it goes. */
 static const char **value_of(ft__launch_args_t *a, const char *o) {
   static const struct {
@@ -173,15 +193,15 @@ static void defaults(ft__launch_args_t *a) {
 }
 
 /* --cluster at i: how many words it took. */
-static int cluster_opt(ft__launch_args_t *a, int i, const ft__env_t *env) {
+static int cluster_opt(ft__launch_args_t *a, int i, const ft__env_t *env,
+                       ft__text_t *msg) {
   const ft__words_t *l = &a->line;
   if (i + 1 < l->n && l->v[i + 1][0] != '-' && dashdash_from(l, i + 2)) {
     a->cluster = l->v[i + 1];
     return 2;
   }
-  const char *c = ft__env_str(env, "FT_CLUSTER");
-  a->cluster = *c ? c : "ftrt";
-  return 1;
+  a->cluster = env_or(a, env, "FT_CLUSTER", "ftrt");
+  return a->cluster ? 1 : -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
 }
 
 /* One option at i: how many words it took, 0 at PROGRAM, or -code. */
@@ -189,6 +209,10 @@ static int option(ft__launch_args_t *a, int i, const ft__env_t *env,
                   ft__text_t *msg) {
   const char *o = a->line.v[i];
   int left = a->line.n - i;
+  if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+    a->help = 1;
+    return 1;
+  }
   const char **value = value_of(a, o);
   int *flag = flag_of(a, o);
   if (value || strcmp(o, "--mpirun-arg") == 0) {
@@ -205,7 +229,7 @@ static int option(ft__launch_args_t *a, int i, const ft__env_t *env,
     return 1;
   }
   if (strcmp(o, "--cluster") == 0)
-    return cluster_opt(a, i, env);
+    return cluster_opt(a, i, env, msg);
   if (strncmp(o, "--cluster=", 10) == 0) {
     a->cluster = o + 10;
     return 1;
@@ -234,14 +258,11 @@ int ft__launch_parse(ft__launch_args_t *a, int argc, char *const *argv,
                                  argc - 1) != FT_OK)
     return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   for (int i = 0; i < a->line.n;) {
-    const char *o = a->line.v[i];
-    if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-      a->help = 1;
-      return 0;
-    }
     int took = option(a, i, env, msg);
     if (took < 0)
       return -took;
+    if (a->help)
+      return 0;
     if (took > 0) {
       i += took;
       continue;
@@ -379,9 +400,10 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
     return refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--hostfile and --cluster exclude each other");
   if (!*a->hostfile && !*a->cluster)
-    a->slurm = ft__env_str(env, "SLURM_JOB_NODELIST");
-  const char *tries = ft__env_str(env, "FT_PROBE_TRIES");
-  a->probe_tries = *tries ? tries : "3";
+    a->slurm = env_or(a, env, "SLURM_JOB_NODELIST", "");
+  a->probe_tries = env_or(a, env, "FT_PROBE_TRIES", "3");
+  if (!a->slurm || !a->probe_tries)
+    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   if (!is_count(a->probe_tries, 1))
     return refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "FT_PROBE_TRIES=%s: expected a number >= 1", a->probe_tries);
@@ -416,13 +438,6 @@ static int check_times(const ft__launch_args_t *a, ft__text_t *msg) {
                   f);
   close(fd);
   return 0;
-}
-
-/* The string s kept in a->own; NULL when out of memory. */
-static const char *keep(ft__launch_args_t *a, ft__text_t *s) {
-  if (!s->s || ft__words_add(&a->own, s->s) != FT_OK)
-    return NULL;
-  return a->own.v[a->own.n - 1];
 }
 
 /* mkdir -p -m 700 DIR, and mkdir's line when it fails. */
@@ -522,10 +537,8 @@ int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
     rc = check_times(a, msg);
   if (rc)
     return rc;
-  if (!*a->job) {
-    const char *j = ft__env_str(env, "FT_JOB");
-    a->job = *j ? j : "ftrt";
-  }
+  if (!*a->job && !(a->job = env_or(a, env, "FT_JOB", "ftrt")))
+    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   if (!job_name(a->job))
     return refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--job %s: a job name is 1-63 characters of [A-Za-z0-9._-], "
@@ -534,10 +547,8 @@ int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
   rc = check_persist(a, env, cwd, msg);
   if (rc)
     return rc;
-  if (!*a->timeout) {
-    const char *t = ft__env_str(env, "FT_TIMEOUT");
-    a->timeout = *t ? t : "60";
-  }
+  if (!*a->timeout && !(a->timeout = env_or(a, env, "FT_TIMEOUT", "60")))
+    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   if (!timeout_ok(a->timeout))
     return refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--timeout %s: expected seconds, a number above 0 and at "

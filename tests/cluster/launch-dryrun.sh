@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# ft-launch-c (launch/ft-launch.c) against scripts/ft-launch: the same
+# command lines and environments given to both, their stdout, stderr and
+# exit codes compared byte for byte.  The cases: this host (--nodes, --ppn,
+# --one-per-node, --ec and FT_EC_K/M, --persist, --times, the FT_*
+# variables passed on, printf %q of odd words), a hostfile (spare and
+# domain= lines, --spares, the probe: --probe, FT_PROBE, the rsh agent),
+# a Slurm allocation (SLURM_JOB_NODELIST through ft-nodelist), every usage
+# error, and an ft-cluster of the test's own (its spares, an unreachable
+# host left out, OMPI_MCA_btl, the yield rule), which needs root: without
+# it those cases are skipped, and said so.  The temporary directory's name
+# (mktemp) is the one difference allowed.  Both programs run from one
+# directory holding copies of the scripts, so that each finds ft-cluster,
+# ft-rsh and ft-nodelist at the same place.
+# shellcheck source=tests/cluster/common.sh
+. "$(dirname "$0")/common.sh"
+
+C_LAUNCH=$BLD/launch/ft-launch-c
+[ -x "$C_LAUNCH" ] || fail "$C_LAUNCH is not built (make builds it)"
+D=$WORK/bin
+mkdir -p "$D" "$WORK/tmp" "$WORK/case" "$WORK/agents"
+cp "$SRC/scripts/ft-launch" "$SRC/scripts/ft-cluster" "$SRC/scripts/ft-rsh" \
+  "$SRC/scripts/ft-nodelist" "$C_LAUNCH" "$D/" || fail "cannot copy the programs"
+# An agent of ours on PATH, so that "first found on PATH" has one answer.
+printf '#!/bin/sh\nexit 0\n' >"$WORK/agents/myrsh"
+chmod +x "$WORK/agents/myrsh"
+CASE_PATH=$WORK/agents:$PATH
+CASES=0 DIFFS=0
+
+# run_as PROG OUT VAR=VALUE... -- ARGS...: PROG ARGS in a clean environment
+# (PATH, TMPDIR, LANG and the given variables), in $WORK/case.
+run_as() {
+  local prog=$1 out=$2 vars=()
+  shift 2
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  (cd "$WORK/case" && env -i PATH="$CASE_PATH" TMPDIR="$WORK/tmp" \
+    LANG="${LANG:-C.UTF-8}" ${vars[@]+"${vars[@]}"} "$prog" "$@" \
+    >"$out.out" 2>"$out.err" </dev/null)
+  echo $? >"$out.rc"
+  sed -i -E 's#/ft-launch\.[A-Za-z0-9]{6}#/ft-launch.XXXXXX#g' "$out.out" "$out.err"
+}
+
+# same NAME [VAR=VALUE...] -- ARGS...: both programs alike.
+same() {
+  local name=$1 f
+  shift
+  CASES=$((CASES + 1))
+  run_as "$D/ft-launch" "$WORK/bash" "$@"
+  run_as "$D/ft-launch-c" "$WORK/c" "$@"
+  for f in rc out err; do
+    if ! cmp -s "$WORK/bash.$f" "$WORK/c.$f"; then
+      echo "DIFF in $name ($f): ${*}"
+      diff "$WORK/bash.$f" "$WORK/c.$f" | head -20
+      DIFFS=$((DIFFS + 1))
+      return 1
+    fi
+  done
+  printf 'same %s (exit %s)\n' "$name" "$(cat "$WORK/bash.rc")"
+}
+
+# ---- this host -----------------------------------------------------------------
+same local -- --dry-run -- prog a b
+same odd-words -- --dry-run --nodes 3 --ppn 2 -- prog 'a b' '$HOME' "it's" '' '~x' \
+  'a=~b' 'a,b' $'tab\there' $'new\nline' 'é' '#c' 'd#' '*?[]' '{x}' '!x' 'x;y|z&'
+same ppn-4 -- --dry-run --nodes 1 --ppn 4 -- prog
+same one-per-node -- --dry-run --one-per-node --nodes 2 -- ft-restore --mode shrink
+same ec -- --dry-run --ec 2+1 --nodes 3 -- prog
+same ec-env FT_EC_K=2 FT_EC_M=1 -- --dry-run --nodes 3 -- prog
+same ec-env-too-big FT_EC_K=3 FT_EC_M=1 -- --dry-run --nodes 2 -- prog
+same ec-too-big -- --dry-run --ec 3+1 --nodes 2 -- prog
+same ec-tool FT_EC_K=3 FT_EC_M=1 -- --dry-run --one-per-node --nodes 3 -- ft-restore
+same ec-env-k0 FT_EC_K=0 FT_EC_M=1 -- --dry-run --nodes 2 -- prog
+same ec-bad -- --dry-run --ec 3 -- prog
+same job-timeout-fresh -- --dry-run --job lj --timeout 9 --fresh --nodes 2 -- prog
+same env-vars FT_JOB=fromenv FT_TIMEOUT=1e2 FT_ZED=1 FT_A=2 FT_REBUILD=replace 'FT_A-B=3' \
+  -- --dry-run -- prog
+same timeout-0 -- --dry-run --timeout 0 -- prog
+same timeout-big -- --dry-run --timeout 86401 -- prog
+same timeout-word FT_TIMEOUT=abc -- --dry-run -- prog
+same timeout-dot -- --dry-run --timeout .5 -- prog
+same job-slash -- --dry-run --job 'a/b' -- prog
+same job-dot -- --dry-run --job .x -- prog
+same equals -- --dry-run --nodes=2 --ppn=1 --job=j1 -- prog
+same dry-run-equals -- --nodes 2 --dry-run=prog arg
+same leading-zero -- --dry-run --nodes 010 --ppn 01 -- prog
+same persist-relative -- --dry-run --nodes 2 --persist store/disk -- prog
+same persist-absolute -- --dry-run --persist "$WORK/disk" -- prog
+same times -- --dry-run --times "$WORK/times.txt" -- prog
+ln -sf "$WORK/times.txt" "$WORK/times.link"
+same times-link -- --dry-run --times "$WORK/times.link" -- prog
+same times-device -- --dry-run --times /dev/null -- prog
+# Refused before anything starts, also without --dry-run.
+same times-cannot-append -- --times "$WORK/no/such/dir/t" -- prog
+same persist-cannot-make -- --persist /proc/ftrt-no/disk -- prog
+same python FT_PYTHON=/opt/py/bin/python3 -- --dry-run -- python3 train.py
+same python-path -- --dry-run -- python train.py
+same mpirun-args -- --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg self \
+  --mpirun-arg --nooversubscribe -- prog
+
+# ---- usage ---------------------------------------------------------------------
+same help -- --help
+same help-short -- --nodes 2 -h --bogus
+same help-equals -- --help=x
+same no-args --
+same no-program -- --nodes 2
+same needs-value -- --nodes
+same mpirun-arg-needs-value -- --mpirun-arg
+same unknown -- --frobnicate -- true
+same unknown-dash -- - prog
+same ppn-0 -- --ppn 0 -- true
+same nodes-x -- --nodes x -- true
+same spares-neg -- --spares -1 -- true
+same restarts-x -- --restarts x -- true
+same exclusive -- --cluster --hostfile /dev/null -- true
+same probe-tries FT_PROBE_TRIES=0 -- --dry-run -- true
+same probe-cluster -- --cluster --probe x -- true
+same cluster-name -- --cluster=Bad_Name -- true
+same after-program -- --dry-run --nodes 2 prog --nodes 3 -- x
+same after-program-equals -- --dry-run prog --ppn=3 -- x
+same after-program-empty -- --dry-run prog '' -- x
+same program-dashdash -- --dry-run --nodes 2 prog -- x
+same after-program-probe -- --dry-run prog --probe p -- x
+
+# ---- a hostfile ----------------------------------------------------------------
+printf 'n1 slots=8 domain=rackA\n# a comment\n\n  n2\tdomain=rackB # n9\nn3 spare domain=rackA\nn4 slots=1\ns9 spare\n' \
+  >"$WORK/hosts"
+printf 'x1 spare\nx2 spare\n' >"$WORK/only-spares"
+same hostfile -- --dry-run --hostfile "$WORK/hosts" -- prog
+same hostfile-nodes -- --dry-run --hostfile "$WORK/hosts" --nodes 2 --spares 1 --ppn 3 -- prog
+same hostfile-spares-01 -- --dry-run --hostfile "$WORK/hosts" --nodes 2 --spares 01 -- prog
+same hostfile-too-few -- --dry-run --hostfile "$WORK/hosts" --nodes 4 -- prog
+same hostfile-spares-big -- --dry-run --hostfile "$WORK/hosts" --spares 5 -- prog
+same hostfile-missing -- --dry-run --hostfile "$WORK/no-such-file" -- prog
+same hostfile-only-spares -- --dry-run --hostfile "$WORK/only-spares" -- prog
+same probe-given -- --dry-run --hostfile "$WORK/hosts" --probe 'rsh -l me' -- prog
+same probe-env FT_PROBE='ssh -p 2222' FT_PROBE_TRIES=1 -- --dry-run --hostfile "$WORK/hosts" -- prog
+same probe-blank -- --dry-run --hostfile "$WORK/hosts" --probe '   ' -- prog
+same agent-env 'OMPI_MCA_plm_rsh_agent=nosuch -x : myrsh -q' -- --dry-run --hostfile "$WORK/hosts" -- prog
+same agent-none 'OMPI_MCA_plm_rsh_agent=nosuch -x : nosuch2' -- --dry-run --hostfile "$WORK/hosts" -- prog
+same agent-arg -- --dry-run --hostfile "$WORK/hosts" --mpirun-arg --mca --mpirun-arg plm_rsh_agent \
+  --mpirun-arg 'myrsh -v' -- prog
+same plm-given -- --dry-run --hostfile "$WORK/hosts" --mpirun-arg --mca --mpirun-arg plm \
+  --mpirun-arg isolated -- prog
+
+# ---- a Slurm allocation --------------------------------------------------------
+same slurm 'SLURM_JOB_NODELIST=node[01-04]' -- --dry-run --nodes 2 --spares 1 -- prog
+same slurm-all 'SLURM_JOB_NODELIST=gpu[1-2],cpu3' -- --dry-run -- prog
+same slurm-bad 'SLURM_JOB_NODELIST=node[01-' -- --dry-run -- prog
+same slurm-too-few 'SLURM_JOB_NODELIST=n[1-2]' -- --dry-run --nodes 5 -- prog
+same slurm-spares-big 'SLURM_JOB_NODELIST=n[1-4]' -- --dry-run --nodes 2 --spares 3 -- prog
+same slurm-hostfile-wins 'SLURM_JOB_NODELIST=n[1-4]' -- --dry-run --hostfile "$WORK/hosts" -- prog
+same slurm-probe 'SLURM_JOB_NODELIST=n[1-3]' FT_PROBE=myrsh -- --dry-run -- prog
+same no-cluster -- --dry-run --cluster "nolaunch$$" -- true
+
+# ---- an ft-cluster (root) ------------------------------------------------------
+if [ "$(id -u)" -ne 0 ] || ! unshare --net --uts --mount true 2>/dev/null ||
+  ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
+  echo "SKIP: the --cluster cases need root and network namespaces"
+else
+  cluster_up ldry 3 --spares 2
+  same cluster -- --dry-run --cluster "$CL" -- prog
+  same cluster-env "FT_CLUSTER=$CL" -- --dry-run --cluster --nodes 2 --spares 1 --ppn 2 -- prog
+  same cluster-one -- --dry-run --cluster "$CL" --nodes 1 --one-per-node -- ft-restore
+  same cluster-btl-env OMPI_MCA_btl=self,vader -- --dry-run --cluster="$CL" -- prog
+  same cluster-btl-arg -- --dry-run --cluster="$CL" --mpirun-arg --mca --mpirun-arg btl \
+    --mpirun-arg '^tcp' -- prog
+  same cluster-pml OMPI_MCA_pml=ucx OMPI_MCA_mpi_yield_when_idle=0 -- --dry-run --cluster="$CL" -- prog
+  same cluster-too-few -- --dry-run --cluster "$CL" --nodes 9 -- prog
+  same cluster-program-named -- --cluster "$CL" --dry-run -- prog
+  "$FT_CLUSTER_CMD" partition h2 --name "$CL" >/dev/null || fail "ft-cluster partition h2"
+  same cluster-unreachable -- --dry-run --cluster "$CL" -- prog
+  "$FT_CLUSTER_CMD" heal h2 --name "$CL" >/dev/null || fail "ft-cluster heal h2"
+fi
+
+# The ft-python next to ft-launch (the build's), after the rest: both see it.
+printf '#!/bin/sh\n' >"$D/ft-python"
+chmod +x "$D/ft-python"
+same python-here -- --dry-run -- python3 train.py
+
+[ "$DIFFS" -eq 0 ] || fail "$DIFFS of $CASES cases differ between scripts/ft-launch and ft-launch-c"
+ok "$CASES cases: ft-launch-c prints, says and exits as scripts/ft-launch"
