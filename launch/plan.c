@@ -11,7 +11,6 @@
  */
 #include "launch/plan.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
