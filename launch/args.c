@@ -138,14 +138,13 @@ static int dashdash_from(const ft__words_t *w, int from) {
   return 0;
 }
 
-/* LAUNCH_OPTS of scripts/ft-launch, as it is written there: a word is one
- * of ft-launch's options when " WORD " occurs in it.  Its line breaks
- * leave --probe and --verbose without the space after them, so that bash
- * lets those two through; kept so until the bash is replaced. */
+/* LAUNCH_OPTS of scripts/ft-launch: a word is one of ft-launch's options
+ * when " WORD " (the word up to its first '=') occurs in it.  Single
+ * spaces only, so that an empty word is none. */
 static const char LAUNCH_OPTS[] =
     " --nodes --ppn --cluster --hostfile --spares --restarts --job --ec "
-    "--timeout --probe\n  --mpirun-arg --one-per-node --restore-job "
-    "--cold-spares --fresh --persist --times --verbose\n  --dry-run --help ";
+    "--timeout --probe --mpirun-arg --one-per-node --restore-job "
+    "--cold-spares --fresh --persist --times --verbose --dry-run --help ";
 
 static int launch_option(const char *w) {
   ft__text_t t = FT__TEXT_INIT;
@@ -160,7 +159,7 @@ static int options_after_program(const ft__launch_args_t *a, ft__text_t *msg) {
   if (!dashdash_from(p, 1))
     return 0;
   for (int i = 1; i < p->n && strcmp(p->v[i], "--") != 0; i++)
-    if (launch_option(p->v[i]))
+    if (*p->v[i] && launch_option(p->v[i]))
       return refuse(msg, FT_LAUNCH_EXIT_USAGE,
                     "%s comes after PROGRAM '%s' and before '--': put "
                     "ft-launch's options first and PROGRAM after '--' "
@@ -187,21 +186,33 @@ static void defaults(ft__launch_args_t *a) {
   memset(a, 0, sizeof(*a));
   a->nodes = a->hostfile = a->cluster = a->spares = a->job = a->ec = "";
   a->timeout = a->probe = a->persist = a->times = "";
-  a->slurm = a->probe_tries = a->ec_name = "";
+  a->slurm = a->probe_tries = a->ec_name = a->cluster_from = "";
   a->ppn = "1";
   a->restarts = "0";
 }
 
-/* --cluster at i: how many words it took. */
+static int cluster_name(const char *s);
+
+/* --cluster at i: how many words it took.  The word after it is the
+ * cluster when it is a cluster's name and "--" or one of ft-launch's
+ * options follows it. */
 static int cluster_opt(ft__launch_args_t *a, int i, const ft__env_t *env,
                        ft__text_t *msg) {
   const ft__words_t *l = &a->line;
-  if (i + 1 < l->n && l->v[i + 1][0] != '-' && dashdash_from(l, i + 2)) {
+  if (i + 2 < l->n && cluster_name(l->v[i + 1]) &&
+      (strcmp(l->v[i + 2], "--") == 0 || launch_option(l->v[i + 2]))) {
     a->cluster = l->v[i + 1];
+    a->cluster_from = "";
     return 2;
   }
   a->cluster = env_or(a, env, "FT_CLUSTER", "ftrt");
+  a->cluster_from = *ft__env_str(env, "FT_CLUSTER") ? " (FT_CLUSTER)" : "";
   return a->cluster ? 1 : -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+}
+
+/* VALUE_OPTS of scripts/ft-launch: the options that take a value. */
+static int takes_value(ft__launch_args_t *a, const char *o) {
+  return value_of(a, o) || strcmp(o, "--mpirun-arg") == 0;
 }
 
 /* One option at i: how many words it took, 0 at PROGRAM, or -code. */
@@ -232,9 +243,24 @@ static int option(ft__launch_args_t *a, int i, const ft__env_t *env,
     return cluster_opt(a, i, env, msg);
   if (strncmp(o, "--cluster=", 10) == 0) {
     a->cluster = o + 10;
+    a->cluster_from = "";
+    if (!*a->cluster)
+      return -refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                     "--cluster=: no cluster name after '='");
     return 1;
   }
   if (strncmp(o, "--", 2) == 0 && strchr(o, '=')) {
+    size_t name = strcspn(o, "=");
+    ft__text_t t = FT__TEXT_INIT;
+    if (ft__text_addn(&t, o, name) != FT_OK) {
+      ft__text_free(&t);
+      return -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    }
+    int takes = takes_value(a, t.s);
+    ft__text_free(&t);
+    if (!takes)
+      return -refuse(msg, FT_LAUNCH_EXIT_USAGE, "%.*s takes no value (%s)",
+                     (int)name, o, o);
     if (split_at_equals(&a->line, i) != FT_OK)
       return -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
     return option(a, i, env, msg);
@@ -413,9 +439,9 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
                   "hosts");
   if (*a->cluster && !cluster_name(a->cluster))
     return refuse(msg, FT_LAUNCH_EXIT_USAGE,
-                  "--cluster=%s: a cluster name is 1-16 characters of "
+                  "--cluster=%s%s: a cluster name is 1-16 characters of "
                   "[a-z0-9]",
-                  a->cluster);
+                  a->cluster, a->cluster_from);
   return 0;
 }
 

@@ -7,13 +7,14 @@
  *
  * The grammar: options, then PROGRAM and its arguments, the two parted by
  * "--" or by the first word that is no option.  "--opt=value" is
- * "--opt value" (for every option: "--dry-run=x" is --dry-run and then the
- * program x, as in bash).  "--cluster C" names the cluster only when a
- * later "--" introduces PROGRAM (C cannot be the program then); else the
- * cluster is $FT_CLUSTER or ftrt and the word after --cluster starts
- * PROGRAM.  A PROGRAM not introduced by "--" that is followed by one of
- * ft-launch's options and then "--" is refused: the options were meant for
- * ft-launch (options_after_program).
+ * "--opt value" for the options that take a value; for another
+ * ("--dry-run=x") it is refused, and "--cluster=" (no name) too.
+ * "--cluster C" names the cluster only when C is a cluster's name
+ * ([a-z0-9]{1,16}) and "--" or one of ft-launch's options follows it (a
+ * program's first argument is not one); else the cluster is $FT_CLUSTER or
+ * ftrt and the word after --cluster starts PROGRAM.  A PROGRAM not introduced
+ * by "--" that is followed by one of ft-launch's options and then "--" is
+ * refused: the options were meant for ft-launch (options_after_program).
  *
  * Numbers are kept as the text given: bash compares them in decimal with
  * `[`, computes with them in its arithmetic (where a leading 0 is octal),
@@ -38,8 +39,10 @@ typedef struct ft__launch_args {
   const char *nodes, *ppn, *hostfile, *cluster, *spares, *restarts, *job;
   const char *ec, *timeout, *probe, *persist, *times;
   int help, verbose, dry_run, one_per_node, restore_job, cold_spares, fresh;
-  ft__words_t extra;   /* --mpirun-arg, in order */
-  ft__words_t program; /* PROGRAM and its arguments */
+  ft__words_t extra;        /* --mpirun-arg, in order */
+  ft__words_t program;      /* PROGRAM and its arguments */
+  const char *cluster_from; /* " (FT_CLUSTER)" when the cluster is
+                               FT_CLUSTER's, else "" */
 
   /* What validate took from the environment and made of the options. */
   const char *slurm;       /* SLURM_JOB_NODELIST when it is the placement */

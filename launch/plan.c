@@ -146,7 +146,7 @@ static int cluster_hosts(ft__launch_plan_t *p, const ft__launch_args_t *a,
     return OOM(msg);
   if (st != 0)
     return refuse(msg, FT_LAUNCH_EXIT_FAIL,
-                  "no cluster '%s' (ft-cluster up N --name %s first)",
+                  "no cluster '%s' (ft-cluster up N --cluster=%s first)",
                   a->cluster, a->cluster);
   if (p->hosts.n == 0)
     return refuse(msg, FT_LAUNCH_EXIT_FAIL, "cluster %s has no live host",

@@ -121,6 +121,20 @@ same after-program-equals -- --dry-run prog --ppn=3 -- x
 same after-program-empty -- --dry-run prog '' -- x
 same program-dashdash -- --dry-run --nodes 2 prog -- x
 same after-program-probe -- --dry-run prog --probe p -- x
+same after-program-verbose -- --dry-run prog --verbose -- x
+same after-program-equals-only -- --dry-run prog =x -- y
+# --OPTION=VALUE for an option that takes one; refused for the others.
+same flag-equals -- --dry-run=yes -- prog
+same verbose-equals -- --dry-run --verbose=1 -- prog
+same unknown-equals -- --dry-run --bogus=1 -- prog
+same dashdash-equals -- --dry-run --=x prog
+same mpirun-arg-equals -- --dry-run --mpirun-arg=--nooversubscribe -- prog
+same cluster-equals-empty -- --dry-run --cluster= -- prog
+same cluster-name-env FT_CLUSTER=Bad_Name -- --cluster --dry-run -- true
+# --cluster C: C is the cluster only when -- or an option of ft-launch's
+# follows it; else C starts PROGRAM.
+same cluster-not-a-name -- --dry-run --cluster Bad_Name --nodes 2 -- x
+same cluster-then-probe -- --dry-run --cluster c1 --probe=p -- x
 
 # ---- a hostfile ----------------------------------------------------------------
 printf 'n1 slots=8 domain=rackA\n# a comment\n\n  n2\tdomain=rackB # n9\nn3 spare domain=rackA\nn4 slots=1\ns9 spare\n' \
@@ -152,6 +166,12 @@ same slurm-spares-big 'SLURM_JOB_NODELIST=n[1-4]' -- --dry-run --nodes 2 --spare
 same slurm-hostfile-wins 'SLURM_JOB_NODELIST=n[1-4]' -- --dry-run --hostfile "$WORK/hosts" -- prog
 same slurm-probe 'SLURM_JOB_NODELIST=n[1-3]' FT_PROBE=myrsh -- --dry-run -- prog
 same no-cluster -- --dry-run --cluster "nolaunch$$" -- true
+same no-cluster-env "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster -- true
+same cluster-then-option -- --dry-run --cluster "nolaunch$$" --nodes=2 -- true
+same cluster-then-verbose -- --dry-run --cluster "nolaunch$$" --verbose -- true
+same cluster-program-first "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog arg -- x
+same cluster-then-empty "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog '' -- x
+same cluster-last-word "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog
 
 # ---- an ft-cluster (root) ------------------------------------------------------
 if [ "$(id -u)" -ne 0 ] || ! unshare --net --uts --mount true 2>/dev/null ||
@@ -168,6 +188,8 @@ else
   same cluster-pml OMPI_MCA_pml=ucx OMPI_MCA_mpi_yield_when_idle=0 -- --dry-run --cluster="$CL" -- prog
   same cluster-too-few -- --dry-run --cluster "$CL" --nodes 9 -- prog
   same cluster-program-named -- --cluster "$CL" --dry-run -- prog
+  same cluster-then-verbose-up -- --cluster "$CL" --verbose --dry-run -- prog
+  same cluster-env-program "FT_CLUSTER=$CL" -- --dry-run --cluster prog arg -- x
   "$FT_CLUSTER_CMD" partition h2 --name "$CL" >/dev/null || fail "ft-cluster partition h2"
   same cluster-unreachable -- --dry-run --cluster "$CL" -- prog
   "$FT_CLUSTER_CMD" heal h2 --name "$CL" >/dev/null || fail "ft-cluster heal h2"
