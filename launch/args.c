@@ -51,11 +51,7 @@ const char ft__launch_usage[] =
     "  --help            this text\n"
     "See ft-launch(1).\n";
 
-static int refuse(ft__text_t *msg, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* A refusal: its line into msg, its exit code back. */
-static int refuse(ft__text_t *msg, int code, const char *fmt, ...) {
+int ft__launch_refuse(ft__text_t *msg, int code, const char *fmt, ...) {
   ft__text_clear(msg);
   va_list ap;
   va_start(ap, fmt);
@@ -160,7 +156,7 @@ static int options_after_program(const ft__launch_args_t *a, ft__text_t *msg) {
     return 0;
   for (int i = 1; i < p->n && strcmp(p->v[i], "--") != 0; i++)
     if (*p->v[i] && launch_option(p->v[i]))
-      return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+      return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                     "%s comes after PROGRAM '%s' and before '--': put "
                     "ft-launch's options first and PROGRAM after '--' "
                     "(ft-launch [OPTIONS] -- PROGRAM ARGS...)",
@@ -207,7 +203,7 @@ static int cluster_opt(ft__launch_args_t *a, int i, const ft__env_t *env,
   }
   a->cluster = env_or(a, env, "FT_CLUSTER", "ftrt");
   a->cluster_from = *ft__env_str(env, "FT_CLUSTER") ? " (FT_CLUSTER)" : "";
-  return a->cluster ? 1 : -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+  return a->cluster ? 1 : -ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
 }
 
 /* VALUE_OPTS of scripts/ft-launch: the options that take a value. */
@@ -228,11 +224,11 @@ static int option(ft__launch_args_t *a, int i, const ft__env_t *env,
   int *flag = flag_of(a, o);
   if (value || strcmp(o, "--mpirun-arg") == 0) {
     if (left < 2)
-      return -refuse(msg, FT_LAUNCH_EXIT_USAGE, "%s needs a value", o);
+      return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "%s needs a value", o);
     if (value)
       *value = a->line.v[i + 1];
     else if (ft__words_add(&a->extra, a->line.v[i + 1]) != FT_OK)
-      return -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+      return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
     return 2;
   }
   if (flag) {
@@ -245,7 +241,7 @@ static int option(ft__launch_args_t *a, int i, const ft__env_t *env,
     a->cluster = o + 10;
     a->cluster_from = "";
     if (!*a->cluster)
-      return -refuse(msg, FT_LAUNCH_EXIT_USAGE,
+      return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                      "--cluster=: no cluster name after '='");
     return 1;
   }
@@ -254,26 +250,26 @@ static int option(ft__launch_args_t *a, int i, const ft__env_t *env,
     ft__text_t t = FT__TEXT_INIT;
     if (ft__text_addn(&t, o, name) != FT_OK) {
       ft__text_free(&t);
-      return -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+      return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
     }
     int takes = takes_value(a, t.s);
     ft__text_free(&t);
     if (!takes)
-      return -refuse(msg, FT_LAUNCH_EXIT_USAGE, "%.*s takes no value (%s)",
+      return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "%.*s takes no value (%s)",
                      (int)name, o, o);
     if (split_at_equals(&a->line, i) != FT_OK)
-      return -refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+      return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
     return option(a, i, env, msg);
   }
   if (o[0] == '-' && strcmp(o, "--") != 0)
-    return -refuse(msg, FT_LAUNCH_EXIT_USAGE, "unknown option %s", o);
+    return -ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "unknown option %s", o);
   return 0;
 }
 
 static int take_program(ft__launch_args_t *a, int from, ft__text_t *msg) {
   if (ft__words_addv(&a->program, (const char *const *)a->line.v + from,
                      a->line.n - from) != FT_OK)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   return 0;
 }
 
@@ -282,7 +278,7 @@ int ft__launch_parse(ft__launch_args_t *a, int argc, char *const *argv,
   defaults(a);
   if (argc > 1 && ft__words_addv(&a->line, (const char *const *)argv + 1,
                                  argc - 1) != FT_OK)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   for (int i = 0; i < a->line.n;) {
     int took = option(a, i, env, msg);
     if (took < 0)
@@ -302,7 +298,7 @@ int ft__launch_parse(ft__launch_args_t *a, int argc, char *const *argv,
     break;
   }
   if (a->program.n == 0)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "no PROGRAM given (ft-launch [OPTIONS] -- PROGRAM "
                   "ARGS...)");
   return 0;
@@ -406,16 +402,16 @@ static int timeout_ok(const char *s) {
 
 static int check_counts(const ft__launch_args_t *a, ft__text_t *msg) {
   if (*a->nodes && !is_count(a->nodes, 1))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--nodes %s: expected a number >= 1", a->nodes);
   if (!is_count(a->ppn, 1))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE, "--ppn %s: expected a number >= 1",
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "--ppn %s: expected a number >= 1",
                   a->ppn);
   if (*a->spares && !is_count(a->spares, 0))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--spares %s: expected a number >= 0", a->spares);
   if (!is_count(a->restarts, 0))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--restarts %s: expected a number >= 0", a->restarts);
   return 0;
 }
@@ -423,22 +419,22 @@ static int check_counts(const ft__launch_args_t *a, ft__text_t *msg) {
 static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
                            ft__text_t *msg) {
   if (*a->hostfile && *a->cluster)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--hostfile and --cluster exclude each other");
   if (!*a->hostfile && !*a->cluster)
     a->slurm = env_or(a, env, "SLURM_JOB_NODELIST", "");
   a->probe_tries = env_or(a, env, "FT_PROBE_TRIES", "3");
   if (!a->slurm || !a->probe_tries)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   if (!is_count(a->probe_tries, 1))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "FT_PROBE_TRIES=%s: expected a number >= 1", a->probe_tries);
   if (*a->probe && *a->cluster)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--probe is for --hostfile and Slurm; --cluster pings its "
                   "hosts");
   if (*a->cluster && !cluster_name(a->cluster))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--cluster=%s%s: a cluster name is 1-16 characters of "
                   "[a-z0-9]",
                   a->cluster, a->cluster_from);
@@ -451,16 +447,16 @@ static int check_times(const ft__launch_args_t *a, ft__text_t *msg) {
   if (!*f)
     return 0;
   if (lstat(f, &st) == 0 && S_ISLNK(st.st_mode))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--times %s: a symbolic link; give the file itself", f);
   if (stat(f, &st) == 0 && !S_ISREG(st.st_mode))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE, "--times %s: not a regular file",
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "--times %s: not a regular file",
                   f);
   if (a->dry_run)
     return 0;
   int fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE, "--times %s: cannot append to it",
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "--times %s: cannot append to it",
                   f);
   close(fd);
   return 0;
@@ -515,15 +511,15 @@ static int check_persist(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
     a->persist = keep(a, &abs);
     ft__text_free(&abs);
     if (!a->persist)
-      return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+      return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   }
   struct stat st;
   int dir = stat(a->persist, &st) == 0 && S_ISDIR(st.st_mode);
   if (!dir && !a->dry_run && make_dirs(a->persist) != 0)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--persist %s: cannot make the directory", a->persist);
   if (ft__env_set(env, "FT_PERSIST_DIR", a->persist) != FT_OK)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   return 0;
 }
 
@@ -540,15 +536,15 @@ static int check_code(ft__launch_args_t *a, const ft__env_t *env,
     ft__text_free(&t);
     ft__text_free(&name);
     if (!a->ec || !a->ec_name)
-      return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+      return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
     if (!ec_ok(a->ec))
-      return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+      return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                     "FT_EC_K=%s FT_EC_M=%s: expected K >= 1 and M >= 0, such "
                     "as 3 and 1",
                     k, m);
   }
   if (*a->ec && !ec_ok(a->ec))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--ec %s: expected K+M with K >= 1 and M >= 0, such as 3+1",
                   a->ec);
   return 0;
@@ -564,9 +560,9 @@ int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
   if (rc)
     return rc;
   if (!*a->job && !(a->job = env_or(a, env, "FT_JOB", "ftrt")))
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   if (!job_name(a->job))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--job %s: a job name is 1-63 characters of [A-Za-z0-9._-], "
                   "not starting with '.'",
                   a->job);
@@ -574,9 +570,9 @@ int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
   if (rc)
     return rc;
   if (!*a->timeout && !(a->timeout = env_or(a, env, "FT_TIMEOUT", "60")))
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
   if (!timeout_ok(a->timeout))
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--timeout %s: expected seconds, a number above 0 and at "
                   "most 86400",
                   a->timeout);

@@ -32,6 +32,11 @@
 #include "launch/words.h"
 
 #define FT_LAUNCH_EXIT_FAIL 1
+
+/* A refusal: its line (fmt) into msg, code back; when the line cannot be
+ * made, "out of memory" and FT_LAUNCH_EXIT_FAIL. */
+int ft__launch_refuse(ft__text_t *msg, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 #define FT_LAUNCH_EXIT_USAGE 2
 
 typedef struct ft__launch_args {

@@ -21,24 +21,8 @@
 #include "ftrt.h"
 #include "launch/command.h"
 
-static int refuse(ft__text_t *msg, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-static int refuse(ft__text_t *msg, int code, const char *fmt, ...) {
-  ft__text_clear(msg);
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = ft__text_vaddf(msg, fmt, ap);
-  va_end(ap);
-  if (rc != FT_OK) {
-    ft__text_clear(msg);
-    ft__text_add(msg, "out of memory");
-    return FT_LAUNCH_EXIT_FAIL;
-  }
-  return code;
-}
-
-#define OOM(msg) refuse((msg), FT_LAUNCH_EXIT_FAIL, "out of memory")
+#define OOM(msg) ft__launch_refuse((msg), FT_LAUNCH_EXIT_FAIL, "out of memory")
 
 int ft__launch_arith(const char *digits, int64_t *value) {
   uint64_t base = digits[0] == '0' ? 8 : 10, v = 0;
@@ -58,7 +42,7 @@ static int64_t decimal(const char *s) { return strtoll(s, NULL, 10); }
 static int arith_nodes(ft__launch_plan_t *p, ft__text_t *msg) {
   if (ft__launch_arith(p->nodes, &p->nnodes) == 0)
     return 0;
-  return refuse(msg, FT_LAUNCH_EXIT_FAIL,
+  return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                 "%s: value too great for base (error token is \"%s\")",
                 p->nodes, p->nodes);
 }
@@ -145,11 +129,11 @@ static int cluster_hosts(ft__launch_plan_t *p, const ft__launch_args_t *a,
   if (rc != FT_OK)
     return OOM(msg);
   if (st != 0)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                   "no cluster '%s' (ft-cluster up N --cluster=%s first)",
                   a->cluster, a->cluster);
   if (p->hosts.n == 0)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "cluster %s has no live host",
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "cluster %s has no live host",
                   a->cluster);
   return 0;
 }
@@ -203,7 +187,7 @@ static int leave_out_unreachable(ft__launch_plan_t *p,
   if (rc != FT_OK)
     return OOM(msg);
   if (p->hosts.n == 0)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "cluster %s has no reachable host",
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "cluster %s has no reachable host",
                   a->cluster);
   return 0;
 }
@@ -224,7 +208,7 @@ static int plan_cluster(ft__launch_plan_t *p, const ft__launch_args_t *a,
   if (decimal(p->nodes) > p->hosts.n) {
     ft__text_t all = FT__TEXT_INIT;
     ft__text_join(&all, (const char *const *)p->hosts.v, p->hosts.n, " ");
-    rc = refuse(msg, FT_LAUNCH_EXIT_FAIL,
+    rc = ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                 "--nodes %s: cluster %s has %d live, reachable hosts (%s)",
                 p->nodes, a->cluster, p->hosts.n, ft__text_str(&all));
     ft__text_free(&all);
@@ -307,12 +291,12 @@ static int read_hostfile(const char *path, hostfile_t *hf) {
 static int hostfile_counts(ft__launch_plan_t *p, const ft__launch_args_t *a,
                            hostfile_t *hf, ft__text_t *msg) {
   if (hf->hosts.n == 0)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                   "hostfile %s names no host (but spares)", a->hostfile);
   if (default_nodes(p, a, hf->hosts.n) != FT_OK)
     return OOM(msg);
   if (decimal(p->nodes) > hf->hosts.n)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                   "--nodes %s: hostfile %s names %d hosts", p->nodes,
                   a->hostfile, hf->hosts.n);
   int rc = arith_nodes(p, msg);
@@ -328,7 +312,7 @@ static int hostfile_counts(ft__launch_plan_t *p, const ft__launch_args_t *a,
   if (!p->spares)
     return OOM(msg);
   if (decimal(p->spares) > p->pool.n)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--spares %s: hostfile %s has %d host(s) to spare (marked "
                   "spare, or beyond --nodes %s)",
                   p->spares, a->hostfile, p->pool.n, p->nodes);
@@ -338,12 +322,12 @@ static int hostfile_counts(ft__launch_plan_t *p, const ft__launch_args_t *a,
 static int plan_hostfile(ft__launch_plan_t *p, const ft__launch_args_t *a,
                          ft__env_t *env, ft__text_t *msg) {
   if (access(a->hostfile, R_OK) != 0)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL, "cannot read hostfile %s",
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "cannot read hostfile %s",
                   a->hostfile);
   hostfile_t hf = {FT__WORDS_INIT, FT__WORDS_INIT, FT__TEXT_INIT};
   int rc = read_hostfile(a->hostfile, &hf);
   if (rc == FT_EIO)
-    rc = refuse(msg, FT_LAUNCH_EXIT_FAIL, "cannot read hostfile %s",
+    rc = ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "cannot read hostfile %s",
                 a->hostfile);
   else if (rc != FT_OK ||
            (hf.domains.len &&
@@ -388,7 +372,7 @@ static int slurm_counts(ft__launch_plan_t *p, const ft__launch_args_t *a,
   if (default_nodes(p, a, p->hosts.n) != FT_OK)
     return OOM(msg);
   if (decimal(p->nodes) > p->hosts.n)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                   "--nodes %s: the Slurm allocation has %d node(s) (%s)",
                   p->nodes, p->hosts.n, a->slurm);
   int rc = arith_nodes(p, msg);
@@ -398,7 +382,7 @@ static int slurm_counts(ft__launch_plan_t *p, const ft__launch_args_t *a,
     return OOM(msg);
   p->spares = *a->spares ? a->spares : "0";
   if (decimal(p->spares) > p->pool.n)
-    return refuse(msg, FT_LAUNCH_EXIT_USAGE,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--spares %s: the Slurm allocation has %d node(s) beyond "
                   "--nodes %s",
                   p->spares, p->pool.n, p->nodes);
@@ -413,7 +397,7 @@ static int plan_slurm(ft__launch_plan_t *p, const ft__launch_args_t *a,
     code = OOM(msg);
   } else if (st != 0) {
     const char *l = ft__text_str(&list);
-    code = refuse(msg, FT_LAUNCH_EXIT_USAGE, "SLURM_JOB_NODELIST: %s",
+    code = ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "SLURM_JOB_NODELIST: %s",
                   l + (strncmp(l, "ft-nodelist: ", 13) == 0 ? 13 : 0));
   } else if (lines_of(ft__text_str(&list), &p->hosts) != FT_OK) {
     code = OOM(msg);
@@ -453,7 +437,7 @@ static int plan_probe(ft__launch_plan_t *p, const ft__launch_args_t *a,
     rc = ft__words_split(&p->probe, ft__text_str(&cmd));
   int code = rc != FT_OK ? OOM(msg)
              : p->probe.n == 0
-                 ? refuse(msg, FT_LAUNCH_EXIT_USAGE, "--probe '%s': no command",
+                 ? ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "--probe '%s': no command",
                           ft__text_str(&cmd))
                  : 0;
   ft__text_free(&cmd);
@@ -508,7 +492,7 @@ static int check_code(const ft__launch_plan_t *p, const ft__launch_args_t *a,
   int64_t kv, mv;
   code_parts(a->ec, k, m, sizeof(k));
   if (ft__launch_arith(k, &kv) != 0 || ft__launch_arith(m, &mv) != 0)
-    return refuse(msg, FT_LAUNCH_EXIT_FAIL,
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
                   "%s: value too great for base (error token is \"%s\")", a->ec,
                   a->ec);
   int64_t need = (int64_t)((uint64_t)kv + (uint64_t)mv);
@@ -519,7 +503,7 @@ static int check_code(const ft__launch_plan_t *p, const ft__launch_args_t *a,
     ft__text_add(&name, a->ec_name);
   else
     ft__text_addf(&name, "--ec %s", a->ec);
-  int rc = refuse(msg, FT_LAUNCH_EXIT_USAGE,
+  int rc = ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "%s needs at least %" PRId64 " nodes, the job has %s",
                   ft__text_str(&name), need, p->nodes);
   ft__text_free(&name);

@@ -66,6 +66,18 @@ static void cmd_free(ft__launch_cmd_t *c) {
   ft__text_free(&c->hostfile);
 }
 
+/* The argv ompi4 builds for job j in the environment of envspec is want. */
+static void argv_of(const char *envspec, const ft__launch_job_t *j,
+                    const char *want) {
+  ft__env_t env;
+  env_of(&env, envspec);
+  ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
+  build(j, &env, &c);
+  words_are(&c.argv, want);
+  cmd_free(&c);
+  ft__env_free(&env);
+}
+
 /* ---- the command line ---- */
 
 /* build_mpirun on this host, one node: no hostfile, no virtual nodes. */
@@ -136,41 +148,31 @@ END_TEST
 START_TEST(build_plm_given) {
   static const char *const extra[] = {"--mca", "plm", "isolated",
                                       "--nooversubscribe"};
-  ft__env_t env;
-  env_of(&env, "");
   ft__launch_job_t j = job_here();
   j.hosts = HOSTS3;
   j.nhosts = 1;
   j.hostfile = "F";
   j.extra = extra;
   j.nextra = 4;
-  ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
-  build(&j, &env, &c);
-  words_are(&c.argv, "mpirun --oversubscribe --bind-to none --hostfile F "
-                     "--map-by ppr:2:node -np 2 -x FTRT_LAUNCH_ID -x FT_JOB -x "
-                     "FT_TIMEOUT --mca plm isolated --nooversubscribe prog a");
-  cmd_free(&c);
-  ft__env_free(&env);
+  argv_of("", &j,
+          "mpirun --oversubscribe --bind-to none --hostfile F "
+          "--map-by ppr:2:node -np 2 -x FTRT_LAUNCH_ID -x FT_JOB -x "
+          "FT_TIMEOUT --mca plm isolated --nooversubscribe prog a");
 }
 END_TEST
 
 /* Inside a Slurm allocation mpirun uses Slurm's own launcher. */
 START_TEST(build_slurm) {
-  ft__env_t env;
-  env_of(&env, "SLURM_JOB_NODELIST=n[1-3]");
   ft__launch_job_t j = job_here();
   j.hosts = HOSTS3;
   j.nhosts = 3;
   j.nodes = 3;
   j.slurm = 1;
   j.hostfile = "F";
-  ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
-  build(&j, &env, &c);
-  words_are(&c.argv, "mpirun --oversubscribe --bind-to none --hostfile F "
-                     "--map-by ppr:2:node -np 6 -x FTRT_LAUNCH_ID -x FT_JOB -x "
-                     "FT_TIMEOUT prog a");
-  cmd_free(&c);
-  ft__env_free(&env);
+  argv_of("SLURM_JOB_NODELIST=n[1-3]", &j,
+          "mpirun --oversubscribe --bind-to none --hostfile F "
+          "--map-by ppr:2:node -np 6 -x FTRT_LAUNCH_ID -x FT_JOB -x "
+          "FT_TIMEOUT prog a");
 }
 END_TEST
 
