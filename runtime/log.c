@@ -1,6 +1,8 @@
 /*
  * The line is formatted into one buffer and written with a single write(2),
  * so lines from the ranks of a node sharing one terminal do not interleave.
+ * Also the hold points of the runtime's processes, whose end by their bound
+ * is a line of the log.
  */
 #include "runtime/log.h"
 
@@ -8,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "snapshot/hold.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -37,4 +41,13 @@ void ft__log(const ft__log_t *log, ft__log_level_t level, const char *fmt,
   line[n++] = '\n';
   ssize_t w = write(STDERR_FILENO, line, (size_t)n);
   (void)w;
+}
+
+void ft__log_hold_at(const ft__log_t *log, struct ft__ctl *ctl, uint32_t gen,
+                     uint32_t point, uint64_t step) {
+  if (ft__hold_at(ctl, gen, point, step) == FT_HOLD_EXPIRED) {
+    char m[160];
+    ft__hold_expired_msg(ctl, point, step, m, sizeof(m));
+    FT_LOGW(log, "%s", m);
+  }
 }

@@ -156,15 +156,6 @@ static void say_slots(smp_t *s) {
 #define SMP_HOLDS                                                              \
   ((1u << FT_HOLD_CRC) | (1u << FT_HOLD_ENCODE) | (1u << FT_HOLD_COMMIT))
 
-/* The hold point, said when its bound let it go (hold.h). */
-static void hold_here(smp_t *s, uint32_t gen, uint32_t point, uint64_t step) {
-  if (ft__hold_at(s->ctl, gen, point, step) == FT_HOLD_EXPIRED) {
-    char m[160];
-    ft__hold_expired_msg(s->ctl, point, step, m, sizeof(m));
-    FT_LOGW(&s->c->log, "%s", m);
-  }
-}
-
 int ft__smp_protect(smp_t *s, uint64_t v) {
   ft__slot_t *sl = &s->store.slot[v % FT_NSLOTS];
   ft__ctl_stats_t st = {0};
@@ -176,14 +167,14 @@ int ft__smp_protect(smp_t *s, uint64_t v) {
   uint32_t hold =
       ft__hold_gate(s->ctl, &s->ctl->smp_gate_step, sl->hdr->step, SMP_HOLDS);
   ft__store32(&s->ctl->phase, FT_PHASE_CRC);
-  hold_here(s, hold, FT_HOLD_CRC, sl->hdr->step);
+  ft__log_hold_at(&s->c->log, s->ctl, hold, FT_HOLD_CRC, sl->hdr->step);
   FT_FAULT_POINT(s->c, "crc");
   /* With peers, the data CRCs are computed as the chunks go out. */
   if (s->ec.m == 0)
     ft__slot_seal_data(sl);
   st.last_crc = ft__now() - t;
   ft__store32(&s->ctl->phase, FT_PHASE_ENCODE);
-  hold_here(s, hold, FT_HOLD_ENCODE, sl->hdr->step);
+  ft__log_hold_at(&s->c->log, s->ctl, hold, FT_HOLD_ENCODE, sl->hdr->step);
   int rc = encode(s, sl, &st);
   if (rc == FT_OK)
     ft__slot_set_state(sl, FT_SLOT_LOCAL);
@@ -195,7 +186,7 @@ int ft__smp_protect(smp_t *s, uint64_t v) {
     ft__slot_set_state(sl, FT_SLOT_ENCODED);
   }
   ft__store32(&s->ctl->phase, FT_PHASE_COMMIT);
-  hold_here(s, hold, FT_HOLD_COMMIT, sl->hdr->step);
+  ft__log_hold_at(&s->c->log, s->ctl, hold, FT_HOLD_COMMIT, sl->hdr->step);
   FT_FAULT_POINT(s->c, "commit");
   t = ft__now();
   int crc = ft__smp_min_u64(s, offer, &agreed, "commit");

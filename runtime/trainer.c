@@ -285,15 +285,6 @@ static int in_pass(const ft__reg_t *r, int pass) {
   return pass == COPY_ALL || eager == (pass == COPY_EAGER);
 }
 
-/* The hold point, said when its bound let it go (hold.h). */
-static void hold_here(ft_ctx_t *c, uint32_t point, uint64_t step) {
-  if (ft__hold_at(c->ctl, c->hold_gen, point, step) == FT_HOLD_EXPIRED) {
-    char m[160];
-    ft__hold_expired_msg(c->ctl, point, step, m, sizeof(m));
-    FT_LOGW(&c->log, "%s", m);
-  }
-}
-
 static int copy_out(ft_ctx_t *c, int pass) {
   ft__slot_t *s = &c->slot[c->copy_slot];
   uint8_t *region = s->map + s->hdr->rank_off[c->local_idx];
@@ -311,7 +302,8 @@ static int copy_out(ft_ctx_t *c, int pass) {
     if (!in_pass(r, pass))
       continue;
     if (i == c->nregs / 2) {
-      hold_here(c, FT_HOLD_SNAPSHOT, me(c)->step);
+      ft__log_hold_at(&c->log, c->ctl, c->hold_gen, FT_HOLD_SNAPSHOT,
+                      me(c)->step);
       FT_FAULT_POINT(c, "copy");
     }
     if (r->opts.memory != FT_MEM_CUDA)
@@ -438,14 +430,13 @@ static int snapshot(ft_ctx_t *c, uint64_t step, int rc) {
 /* The trainers' hold points: mid-copy, and after the commit (hold.h). */
 #define TRAINER_HOLDS ((1u << FT_HOLD_STEP) | (1u << FT_HOLD_SNAPSHOT))
 
-
 /* FT_HOLD=step=N: every trainer stops once its snapshot is committed. */
 static int hold_after_commit(ft_ctx_t *c, uint64_t step) {
   if (!c->hold_gen || c->ctl->hold.point != FT_HOLD_STEP)
     return FT_OK;
   int rc = ft_wait_committed(c, NULL);
   if (rc == FT_OK)
-    hold_here(c, FT_HOLD_STEP, step);
+    ft__log_hold_at(&c->log, c->ctl, c->hold_gen, FT_HOLD_STEP, step);
   return rc;
 }
 
@@ -567,8 +558,9 @@ static int restore_state(ft_ctx_t *c, uint64_t *step) {
   if ((rc = ft__agree(c->app_comm, rc)))
     return rc;
   const ft__slot_t *sl = &c->slot[slot];
-  rc = ft__agree(c->app_comm,
-                 ft__regs_copy_in(c, sl->map + sl->hdr->rank_off[c->local_idx]));
+  rc =
+      ft__agree(c->app_comm,
+                ft__regs_copy_in(c, sl->map + sl->hdr->rank_off[c->local_idx]));
   if (rc == FT_OK && step)
     *step = c->slot[slot].hdr->step;
   return rc;
