@@ -43,15 +43,27 @@ for f in README.md CONTRIBUTING.md docs/*.md tests/README.md; do
   done
 done
 
-# runs NAME PROGRAM...: twice on 2 virtual nodes, one trainer each
+# launched NAME RUN PROGRAM...: on 2 virtual nodes, one trainer each; each
+# rank's stdout in a file of its own (mpirun --output-filename), since two
+# ranks' lines on one stdout can interleave mid-line on a loaded machine;
+# prints every rank's output, one file after the other.
+launched() {
+  local name=$1 run=$2 dir=$T/out-$1-$2; shift 2
+  PATH=$B:$S/scripts:$PATH timeout -k 10 120 ft-launch --nodes 2 --ppn 1 --job "readme-$name" \
+    --mpirun-arg --output-filename --mpirun-arg "$dir" -- "$@" >"$dir.log" 2>&1 ||
+    { cat "$dir.log"; return 1; }
+  find "$dir" -name stdout -exec cat {} +
+}
+
+# runs NAME PROGRAM...: twice
 runs() {
   local name=$1 out; shift
   export FT_STORE_ROOT=$T/store-$name
-  out=$(PATH=$B:$S/scripts:$PATH timeout -k 10 120 ft-launch --nodes 2 --ppn 1 --job "readme-$name" -- "$@" 2>&1)
+  out=$(launched "$name" 1 "$@")
   [ "$(grep -c '^done at step 100' <<<"$out")" = 2 ] ||
     { fail "$name: a fresh run did not end at step 100 on both trainers"; echo "$out" | tail; return; }
   ! grep -q '^resumed' <<<"$out" || fail "$name: a fresh run resumed"
-  out=$(PATH=$B:$S/scripts:$PATH timeout -k 10 120 ft-launch --nodes 2 --ppn 1 --job "readme-$name" -- "$@" 2>&1)
+  out=$(launched "$name" 2 "$@")
   [ "$(grep -c '^resumed from step 100' <<<"$out")" = 2 ] ||
     { fail "$name: the relaunch did not resume from step 100 on both trainers"; echo "$out" | tail; }
   echo "# $name: ran, and resumed from step 100"
