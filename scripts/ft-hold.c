@@ -35,13 +35,16 @@ typedef struct tool {
   char host[FT_NAME_MAX];
   double timeout_s;
   unsigned limit_s; /* FT_HOLD_LIMIT: the bound of what it arms */
+  int replace;      /* arm --replace: in place of what is armed, at once */
 } tool_t;
 
 static void usage(FILE *f) {
   fputs(
       "usage: ft-hold [--job NAME] [--store DIR] [--vnode N] [--timeout SEC]\n"
-      "               arm WHEN | show | wait | release\n"
+      "               arm [--replace] WHEN | show | wait | release\n"
       "  arm WHEN       arm step=N or phase=P[,step=N] in the running job\n"
+      "  --replace      arm: in place of the point armed, at once (who is\n"
+      "                 held goes on unless WHEN holds it where it is)\n"
       "  show           one line: the arming, how many are held\n"
       "  wait           until every process that stops there is held\n"
       "  release        let the held processes go\n"
@@ -119,25 +122,42 @@ static int arm(tool_t *t, const char *when) {
                     "or stopped)\n", t->host, c->smp_pid);
     return EXIT_NOJOB;
   }
+  char old[96] = "";
   if (ft__load32(&c->hold.armed)) {
     char spec[96];
     spec_of(c, spec, sizeof(spec));
     if (c->hold.point == h.point && c->hold.step == h.step)
       return printf("ft-hold: %s: %s already armed\n", t->host, spec), EXIT_OK;
-    fprintf(stderr, "ft-hold: %s: another hold is armed (%s); release it "
-                    "first\n", t->host, spec);
-    return EXIT_ERR;
+    if (!t->replace) {
+      fprintf(stderr, "ft-hold: %s: another hold is armed (%s); release it "
+                      "first, or arm --replace\n", t->host, spec);
+      return EXIT_ERR;
+    }
+    snprintf(old, sizeof(old), "%s", spec);
   }
   if (h.point != FT_HOLD_STEP && h.step == 0)
     h.step = gate_of(c) + 1; /* "the next snapshot" on this node */
   h.limit_s = t->limit_s;
-  ft__hold_arm(c, &h);
   char why[256];
+  /* Too late already: refused with the old arming left as it was.  Checked
+   * again after arming, for a process that gated in between. */
+  if (*old && ft__hold_too_late(c, &h, why, sizeof(why))) {
+    fprintf(stderr, "ft-hold: %s: too late: %s; %s left armed\n", t->host,
+            why, old);
+    return EXIT_NOTMET;
+  }
+  ft__hold_arm(c, &h);
   if (ft__hold_too_late(c, &h, why, sizeof(why))) {
     ft__hold_release(c);
-    fprintf(stderr, "ft-hold: %s: too late: %s; nothing left armed\n", t->host,
-            why);
+    fprintf(stderr, "ft-hold: %s: too late: %s; nothing left armed%s\n",
+            t->host, why, *old ? " (what was held goes on)" : "");
     return EXIT_NOTMET;
+  }
+  if (*old) {
+    char spec[96];
+    ft__hold_format(&h, spec, sizeof(spec));
+    printf("ft-hold: %s: armed %s in place of %s\n", t->host, spec, old);
+    return EXIT_OK;
   }
   char spec[96];
   ft__hold_format(&h, spec, sizeof(spec));
@@ -190,6 +210,7 @@ static int run(tool_t *t, int argc, char **argv) {
   const char *cmd = argv[0];
   if (strcmp(cmd, "arm") == 0 && argc == 2)
     return arm(t, argv[1]);
+
   if (argc != 1)
     return usage(stderr), EXIT_USAGE;
   if (strcmp(cmd, "show") == 0)
@@ -205,6 +226,7 @@ static int parse(int argc, char **argv, ft__config_t *cfg, int *vnode,
                  tool_t *t) {
   static const struct option opts[] = {FT_STOREOPT_OPTIONS,
                                        {"timeout", required_argument, 0, 't'},
+                                       {"replace", no_argument, 0, 'r'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   int o, src;
@@ -222,6 +244,9 @@ static int parse(int argc, char **argv, ft__config_t *cfg, int *vnode,
         return fprintf(stderr, "ft-hold: --timeout %s: expected seconds > 0\n",
                        optarg), 2;
       break;
+    case 'r':
+      t->replace = 1;
+      break;
     case 'h':
       usage(stdout);
       return -1;
@@ -232,6 +257,8 @@ static int parse(int argc, char **argv, ft__config_t *cfg, int *vnode,
   }
   if (optind >= argc)
     return usage(stderr), 2;
+  if (t->replace && strcmp(argv[optind], "arm") != 0)
+    return fprintf(stderr, "ft-hold: --replace: only with arm WHEN\n"), 2;
   return 0;
 }
 

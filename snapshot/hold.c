@@ -161,10 +161,21 @@ void ft__hold_expired_msg(const ft__ctl_t *ctl, uint32_t point, uint64_t step,
            spec, ctl->hold.limit_s);
 }
 
+/* The generation armed now when it holds a process at point and step (the
+ * rule of ft__hold_gate), else 0.  The arming's point and step are written
+ * before its generation is published (ft__hold_arm), so a generation read
+ * here comes with its own point and step. */
+static uint32_t holding(const ft__ctl_hold_t *d, uint32_t point,
+                        uint64_t step) {
+  uint32_t g = __atomic_load_n(&d->armed, __ATOMIC_ACQUIRE);
+  return g && d->point == point && step >= d->step ? g : 0;
+}
+
 int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step) {
   ft__ctl_hold_t *d = &ctl->hold;
-  if (!gen || d->point != point ||
-      __atomic_load_n(&d->armed, __ATOMIC_ACQUIRE) != gen)
+  /* The arming the gate saw, or one that replaced it (ft-hold arm
+   * --replace) and holds here too. */
+  if (!gen || !(gen = holding(d, point, step)))
     return 0;
   d->held_step = step;
   __atomic_add_fetch(&d->held, 1, __ATOMIC_ACQ_REL);
@@ -174,8 +185,13 @@ int ft__hold_at(ft__ctl_t *ctl, uint32_t gen, uint32_t point, uint64_t step) {
   int rc = 1;
   for (;;) {
     uint32_t seq = ft__ctl_seq(ctl);
-    if (__atomic_load_n(&d->armed, __ATOMIC_ACQUIRE) != gen)
-      break;
+    uint32_t now = holding(d, point, step);
+    if (!now)
+      break; /* released, withdrawn, or replaced by one that is not here */
+    if (now != gen) { /* replaced by one that holds here too: its bound */
+      gen = now, limit = d->limit_s;
+      until = ft__now() + limit;
+    }
     double left = until - ft__now();
     if (limit && left <= 0) {
       /* Only the arming this process held at: a newer one stays. */

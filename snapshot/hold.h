@@ -67,7 +67,11 @@ const char *ft__hold_point_name(uint32_t point);
 /* Trainer points are held by every local trainer, the others by one. */
 int ft__hold_is_trainer(uint32_t point);
 
-/* Write an arming into ctl and wake everyone.  Returns the generation. */
+/* Write an arming into ctl and wake everyone.  Returns the generation.
+ * One writer at a time (the SMP at launch, then ft-hold).  An arming
+ * replaces the one before at once, held processes included: each goes on
+ * unless the new one holds it where it is (its point, a step at or past
+ * the new step), and then it stays held under the new one's bound. */
 uint32_t ft__hold_arm(ft__ctl_t *ctl, const ft__hold_spec_t *h);
 /* After arming h: did a process of this node already gate at or past its
  * step?  Then it may never stop there (1, why in msg) and the caller
@@ -95,11 +99,12 @@ static inline uint32_t ft__hold_gate(ft__ctl_t *ctl, uint64_t *gate,
   return ((mask >> ctl->hold.point) & 1) && step >= ctl->hold.step ? gen : 0;
 }
 
-/* At `point` with the generation the gate returned: when it is the armed
- * point, sleep until released or withdrawn.  Returns 0 if it did not hold,
- * 1 if it held and was let go, FT_HOLD_EXPIRED if it held for the
- * arming's limit_s and then let go by itself (withdrawing the arming, so
- * that every process held at it goes on): the caller says so. */
+/* At `point` with the generation the gate returned: when it, or an arming
+ * that replaced it and holds here too, is armed, sleep until released,
+ * withdrawn or replaced by one that does not hold here.  Returns 0 if it
+ * did not hold, 1 if it held and was let go, FT_HOLD_EXPIRED if it held
+ * for the arming's limit_s and then let go by itself (withdrawing the
+ * arming, so that every process held at it goes on): the caller says so. */
 #define FT_HOLD_EXPIRED 2
 /* What a caller says after FT_HOLD_EXPIRED at point and step ("FT_HOLD:
  * held at step=8 for 600 s and nobody let it go: going on

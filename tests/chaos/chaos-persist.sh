@@ -32,8 +32,9 @@
 #      of step 8 after it committed, before the flush at the job's end read
 #      it: the flush checks the slot's chunk CRCs after reading, says so,
 #      and publishes nothing of it; after the whole cluster is lost the
-#      relaunch resumes from step 2 (flushed at the first commit) with the
-#      fault-free digest.
+#      relaunch resumes from step 2 (flushed at the first commit, which
+#      the job is held for before the commit of step 4 would end it) with
+#      the fault-free digest.
 #   8. A host lost while the job restores from disk, before its first
 #      commit (the new cluster's first snapshot, step 14, held mid-copy; h2
 #      killed): ft-launch --restarts 1 runs ft-restore, which finds no
@@ -202,7 +203,17 @@ begin "7. a bit flipped in memory before the final flush: never published"
 up c7 4
 REF=$REF4
 export FT_JOB=flip$$ FT_PERSIST_EVERY=1000   # the first commit, then the end
-launch_held c7.a 8 step=8 --job "$FT_JOB" --persist "$PERSIST"
+# Held before the commit of step 4, which would take the slot of step 2
+# (and cancel its flush), until step 2 is on disk, however slow the
+# machine; then held at step 8 for the fault.
+launch_held c7.a 8 phase=commit,step=4 --job "$FT_JOB" --persist "$PERSIST"
+chaos c7.a.held heal h4 --keep-held
+deadline=$((SECONDS + LIMIT))
+until persisted 2; do
+  [ $SECONDS -lt $deadline ] || { ls -lR "$PERSIST/$FT_JOB"; fail "case 7: the version of step 2 is not on disk in $LIMIT s"; }
+  sleep 0.2
+done
+rehold "h1 h2 h3 h4" step=8
 chaos c7.a corrupt h2 data
 finish
 expect_rc c7.a 0 "8 steps, a data chunk of step 8 flipped on h2"

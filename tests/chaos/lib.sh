@@ -186,6 +186,19 @@ chaos() {
   show "$log"; fail "ft-chaos $* --when $HOLD_WHEN failed"
 }
 
+# rehold HOSTS WHEN: move the job's hold, held now at $HOLD_WHEN (kept held
+# with ft-chaos --keep-held), to WHEN on each of HOSTS in one step
+# (ft-hold arm --replace): the job goes on from the old point and stops at
+# WHEN, never running unheld past it; then chaos strikes at WHEN.
+rehold() {
+  local h
+  for h in $1; do
+    ft-cluster exec --name "$CL" "$h" ft-hold --job "$FT_JOB" arm --replace "$2" \
+      >>"$WORK/rehold.log" 2>&1 || { cat "$WORK/rehold.log"; fail "ft-hold arm --replace $2 on $h"; }
+  done
+  HOLD_WHEN=$2
+}
+
 digest_of() { sed -n 's/^digest \([0-9a-f]*\)$/\1/p' "$WORK/$1" | tail -1; }
 resumed_of() { sed -n 's/^resumed from step \([0-9]*\)$/\1/p' "$WORK/$1" | tail -1; }
 

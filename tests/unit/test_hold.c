@@ -140,11 +140,14 @@ START_TEST(gate_armed) {
   h.point = FT_HOLD_ENCODE;
   gen = ft__hold_arm(ctl, &h);
   ck_assert_uint_eq(ft__hold_gate(ctl, &gate, 8, TRAINER), 0);
-  /* A stale generation (re-armed since the gate) does not hold. */
+  /* A stale generation does not hold when the arming that replaced it
+   * since the gate does not hold there (a later step). */
   uint32_t old = ft__hold_gate(ctl, &gate, 8, 1u << FT_HOLD_ENCODE);
   ck_assert_uint_eq(old, gen);
+  h.step = 10;
   ft__hold_arm(ctl, &h);
   ck_assert_int_eq(ft__hold_at(ctl, old, FT_HOLD_ENCODE, 8), 0);
+  ck_assert_uint_eq(ctl->hold.passed, 0); /* never held */
   drop_ctl(ctl, dir);
 }
 END_TEST
@@ -153,11 +156,12 @@ typedef struct held {
   ft__ctl_t *ctl;
   uint32_t gen;
   int returned;
+  uint64_t step; /* where it holds: 8 unless set */
 } held_t;
 
 static void *hold_thread(void *arg) {
   held_t *t = arg;
-  ft__hold_at(t->ctl, t->gen, FT_HOLD_STEP, 8);
+  ft__hold_at(t->ctl, t->gen, FT_HOLD_STEP, t->step ? t->step : 8);
   __atomic_store_n(&t->returned, 1, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -182,7 +186,7 @@ START_TEST(held_until_released) {
   held_t t[2];
   pthread_t th[2];
   for (int i = 0; i < 2; i++) {
-    t[i] = (held_t){ctl, ft__hold_gate(ctl, &gate[i], 8, TRAINER), 0};
+    t[i] = (held_t){ctl, ft__hold_gate(ctl, &gate[i], 8, TRAINER), 0, 8};
     ck_assert_int_eq(pthread_create(&th[i], NULL, hold_thread, &t[i]), 0);
   }
   wait_held(ctl, 2);
@@ -261,6 +265,51 @@ START_TEST(held_until_bound) {
 }
 END_TEST
 
+static int returned(held_t *t) {
+  return __atomic_load_n(&t->returned, __ATOMIC_ACQUIRE);
+}
+
+/* ft-hold arm --replace: a new arming replaces the one a process is held
+ * at, at once.  The process goes on when the new one does not hold it
+ * where it is (a later step: it stops there instead), and stays held,
+ * counted once, when it does. */
+START_TEST(replaced) {
+  char dir[32];
+  ft__ctl_t *ctl = new_ctl(dir);
+  ft__hold_spec_t h = {.point = FT_HOLD_STEP, .step = 4};
+  uint64_t gate;
+  ft__hold_arm(ctl, &h);
+  held_t t = {ctl, ft__hold_gate(ctl, &gate, 4, TRAINER), 0, 4};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, hold_thread, &t), 0);
+  wait_held(ctl, 1);
+  /* An earlier step holds it still (4 >= 2): held, counted once. */
+  h.step = 2;
+  uint32_t gen2 = ft__hold_arm(ctl, &h);
+  /* A second process that gated under the first arming holds under the
+   * second (its gate's generation is stale, the point the same). */
+  held_t u = {ctl, t.gen, 0, 6};
+  pthread_t tu;
+  ck_assert_int_eq(pthread_create(&tu, NULL, hold_thread, &u), 0);
+  wait_held(ctl, 2);
+  ck_assert_int_eq(returned(&t), 0);
+  ck_assert_uint_eq(ft__load32(&ctl->hold.armed), gen2);
+  ck_assert_uint_eq(ctl->hold.passed, 0);
+  /* A later step lets both go, and the job stops there next. */
+  h.step = 8;
+  uint32_t gen3 = ft__hold_arm(ctl, &h);
+  pthread_join(th, NULL);
+  pthread_join(tu, NULL);
+  ck_assert_int_eq(t.returned + u.returned, 2);
+  ck_assert_uint_eq(ctl->hold.held, 0);
+  ck_assert_uint_eq(ctl->hold.passed, 2);
+  ck_assert_uint_eq(ft__load32(&ctl->hold.armed), gen3); /* still armed */
+  ck_assert_uint_eq(ft__hold_gate(ctl, &gate, 6, TRAINER), 0);
+  ck_assert_uint_eq(ft__hold_gate(ctl, &gate, 8, TRAINER), gen3);
+  drop_ctl(ctl, dir);
+}
+END_TEST
+
 Suite *unit_suite(unit_prog_t *prog) {
   (void)prog;
   Suite *s = suite_create("hold");
@@ -274,6 +323,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, gate_armed);
   tcase_add_test(tc, held_until_released);
   tcase_add_test(tc, held_until_bound);
+  tcase_add_test(tc, replaced);
   tcase_add_test(tc, too_late);
   suite_add_tcase(s, tc);
   return s;
