@@ -1,0 +1,43 @@
+/*
+ * Asking hosts whether they are there (scripts/ft-launch's unreachable,
+ * probe_host, probe_words): on an ft-cluster, a ping from its head
+ * ("CLUSTER_CMD ping --name C --wait 1 HOST..." prints the hosts that do
+ * not answer); elsewhere the probe, "PROBE... HOST true" (the backend's
+ * probe_cmd), run for every host at once, each host up to `tries` tries
+ * 1, 2, 4... s apart, each try bounded by the timeout (TERM, then KILL 2 s
+ * later, as timeout -k 2 T does).  This host (localhost, 127.*, ::1, its
+ * names) is never asked.  Blocking: it returns once every host has
+ * answered or failed.  The probes' output goes nowhere; their input is
+ * /dev/null.
+ */
+#ifndef FT_LAUNCH_PROBE_H
+#define FT_LAUNCH_PROBE_H
+
+#include "launch/backend.h"
+#include "launch/words.h"
+
+typedef struct ft__probe {
+  const char *cluster;     /* the ft-cluster's name, or NULL */
+  const char *cluster_cmd; /* its ft-cluster program */
+  const char *const *words; /* hostfile, Slurm: the probe's words */
+  int nwords;
+  int tries;        /* FT_PROBE_TRIES (>= 1) */
+  double timeout_s; /* --timeout: a try's bound */
+  const char *timeout; /* --timeout as given, for messages */
+  const ft__launcher_t *be;
+  char *const *envp; /* the environment the probes run in */
+} ft__probe_t;
+
+/* Those of hosts[0..n) that are lost, in their order, appended to bad;
+ * tries: 0 for p->tries, else that many (named back asks once).  FT_OK,
+ * FT_ENOMEM, FT_EIO (a probe that could not be started counts as failed;
+ * FT_EIO only when ft-cluster ping could not be run). */
+int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts,
+                          int n, int tries, ft__words_t *bad);
+/* How the hosts were asked, for messages: "ping from the head", "'ssh -o
+ * BatchMode=yes HOST true' failed once", "... failed 3 times". */
+int ft__probe_words(const ft__probe_t *p, int tries, ft__text_t *out);
+/* 1 when host is this host (nothing to probe). */
+int ft__probe_is_this_host(const char *host);
+
+#endif
