@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ftrt.h"
@@ -33,6 +34,7 @@
 #include "launch/env.h"
 #include "launch/plan.h"
 #include "launch/quote.h"
+#include "launch/run.h"
 #include "launch/words.h"
 
 extern char **environ;
@@ -46,6 +48,7 @@ typedef struct launch {
   char here[PATH_MAX];
   char cwd[PATH_MAX];
   char tmp[PATH_MAX]; /* the temporary directory, "" before it is made */
+  double t0;          /* when it started (wall clock): the steps' stamps */
 } launch_t;
 
 static void say(const char *line) { fprintf(stderr, "ft-launch: %s\n", line); }
@@ -66,6 +69,20 @@ static int find_here(launch_t *l) {
   char *slash = strrchr(self, '/');
   *slash = '\0';
   snprintf(l->here, sizeof(l->here), "%s", slash == self ? "/" : self);
+  /* Installed, the scripts are next to the program; in a build tree they
+   * are in the sources' scripts/, found on PATH. */
+  char f[PATH_MAX + 16];
+  snprintf(f, sizeof(f), "%s/ft-cluster", l->here);
+  if (access(f, X_OK) == 0)
+    return 0;
+  ft__text_t t = FT__TEXT_INIT;
+  if (ft__env_command(&l->env, "ft-cluster", &t) == 1 && t.s[0] == '/' &&
+      realpath(t.s, self)) {
+    slash = strrchr(self, '/');
+    *slash = '\0';
+    snprintf(l->here, sizeof(l->here), "%s", slash == self ? "/" : self);
+  }
+  ft__text_free(&t);
   return 0;
 }
 
@@ -216,14 +233,23 @@ static int run(launch_t *l, int argc, char **argv) {
   }
   if (l->args.dry_run)
     return dry_run(l);
-  fputs("ft-launch-c: only --dry-run is implemented\n", stderr);
-  return FT_LAUNCH_EXIT_FAIL;
+  ft__launch_ctx_t ctx = {.env = &l->env,
+                          .args = &l->args,
+                          .plan = &l->plan,
+                          .be = be,
+                          .here = l->here,
+                          .tmp = l->tmp,
+                          .t0 = l->t0};
+  return ft__launch_run(&ctx);
 }
 
 int main(int argc, char **argv) {
   setlocale(LC_CTYPE, "");
   setlocale(LC_COLLATE, "");
-  launch_t l = {.env = FT__ENV_INIT,
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  launch_t l = {.t0 = (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+                .env = FT__ENV_INIT,
                 .cmd = FT__LAUNCH_CMD_INIT,
                 .msg = FT__TEXT_INIT,
                 .plan = FT__LAUNCH_PLAN_INIT};

@@ -1389,7 +1389,7 @@ int ft__launch_candidates(const ft__launch_t *m, const char **out, int max) {
   return n;
 }
 
-int ft__launch_spares_text(const ft__launch_t *m, char *buf, size_t len) {
+int ft__launch_machine_spares(const ft__launch_t *m, char *buf, size_t len) {
   size_t n = 0;
   if (len)
     buf[0] = '\0';

@@ -282,7 +282,7 @@ int ft__launch_hosts(const ft__launch_t *m, const char **out, int max);
 int ft__launch_candidates(const ft__launch_t *m, const char **out, int max);
 /* summary()'s "spares: up to S of A B" (spares not in the job; none on a
  * cluster, or with no spare left): "" else.  snprintf's return. */
-int ft__launch_spares_text(const ft__launch_t *m, char *buf, size_t len);
+int ft__launch_machine_spares(const ft__launch_t *m, char *buf, size_t len);
 
 const char *ft__launch_state_name(int state);
 const char *ft__launch_mode_name(int mode); /* "replace", "shrink" */

@@ -6,7 +6,7 @@ set -uo pipefail
 SRC=${FTRT_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BLD=${FTRT_TOP_BUILDDIR:-$SRC}
 FT_CLUSTER_CMD=$SRC/scripts/ft-cluster
-FT_LAUNCH=$SRC/scripts/ft-launch
+FT_LAUNCH=$BLD/ft-launch
 FT_RSH=$SRC/scripts/ft-rsh
 MPI_NODES=$BLD/tests/cluster/mpi_nodes
 RUNDIR=${FT_CLUSTER_RUNDIR:-/run/ftrt-cluster}

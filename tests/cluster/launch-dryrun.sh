@@ -15,12 +15,12 @@
 # shellcheck source=tests/cluster/common.sh
 . "$(dirname "$0")/common.sh"
 
-C_LAUNCH=$BLD/launch/ft-launch-c
+C_LAUNCH=$BLD/ft-launch
 [ -x "$C_LAUNCH" ] || fail "$C_LAUNCH is not built (make builds it)"
 D=$WORK/bin
 mkdir -p "$D" "$WORK/tmp" "$WORK/case" "$WORK/agents"
 cp "$SRC/scripts/ft-launch" "$SRC/scripts/ft-cluster" "$SRC/scripts/ft-rsh" \
-  "$SRC/scripts/ft-nodelist" "$C_LAUNCH" "$D/" || fail "cannot copy the programs"
+  "$SRC/scripts/ft-nodelist" "$C_LAUNCH" "$D/ft-launch-c" || fail "cannot copy the programs"
 # An agent of ours on PATH, so that "first found on PATH" has one answer.
 printf '#!/bin/sh\nexit 0\n' >"$WORK/agents/myrsh"
 chmod +x "$WORK/agents/myrsh"

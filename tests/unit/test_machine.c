@@ -1365,13 +1365,13 @@ START_TEST(spares_text_and_candidates) {
   /* summary's spares_left and spare_candidates for plan_prepare */
   make_placed("h1 h2", "s1 s2 s3", 2, 1);
   char buf[128];
-  ft__launch_spares_text(M, buf, sizeof(buf));
+  ft__launch_machine_spares(M, buf, sizeof(buf));
   ck_assert_str_eq(buf, "spares: up to 2 of s1 s2 s3");
   const char *cand[4];
   ck_assert_int_eq(ft__launch_candidates(M, cand, 4), 2);
   ck_assert_str_eq(cand[0], "s1");
   ck_assert_str_eq(cand[1], "s2");
-  ck_assert_int_eq(ft__launch_spares_text(M, buf, 8), 27);
+  ck_assert_int_eq(ft__launch_machine_spares(M, buf, 8), 27);
   ck_assert_str_eq(buf, "spares:");
 }
 END_TEST

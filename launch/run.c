@@ -1,0 +1,913 @@
+/*
+ * The supervisor's run (run.h): the machine's actions carried out.
+ *
+ * A RUN is one launch: its command line from the backend for the node set
+ * the action names, its environment (FT_REBUILD for a relaunch that
+ * rebuilds, FT_FRESH and FT_HOLD only while the machine keeps them), the
+ * launcher started with its standard error on a pipe that only this
+ * process reads, and the watchdog beside it.  The loop waits on the pipe,
+ * the watchdog's verdict and the signal pipe at once, so that a line, a
+ * verdict or a signal is acted on as it comes.  Once the launcher is gone:
+ * the watchdog stopped, the launch's leftovers killed, the pipe read to
+ * its end (every writer gone; 10 s bound one that outlived the launch),
+ * and the machine told, with what the filter kept (the hosts the launcher
+ * lost the daemon of, the ftrt-times lines).
+ */
+#include "launch/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "launch/account.h"
+#include "launch/filter.h"
+#include "launch/leftovers.h"
+#include "launch/machine.h"
+#include "launch/probe.h"
+#include "launch/quote.h"
+#include "launch/spares.h"
+#include "launch/watchdog.h"
+
+extern char **environ;
+
+/* The self-pipe the signal handlers write to: a byte a signal. */
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int signo) {
+  int e = errno;
+  unsigned char b = (unsigned char)signo;
+  if (write(sig_pipe[1], &b, 1) < 0) {
+    /* full: a signal is pending there already */
+  }
+  errno = e;
+}
+
+typedef struct drv {
+  const ft__launch_ctx_t *c;
+  ft__launch_t *m;
+  ft__probe_t probe;
+  ft__spares_t spares;
+  ft__launch_job_t spare_job; /* what the spares' host commands reach */
+  ft__stamps_t ts;            /* TS: the recovery under way */
+  ft__text_t account;         /* the stamps the relaunch under way got */
+  ft__text_t later;           /* its account, held back for after the job */
+  ft__text_t times;           /* the last launch's ftrt-times lines */
+  ft__text_t hidden;          /* the last launch's launcher messages */
+  const char *hold;           /* FT_HOLD as ft-launch was given it */
+  const char *fresh;          /* FT_FRESH: the user's, or --fresh's 1 */
+  char restore[4096];         /* the ft-restore program */
+  char cluster_cmd[4096];     /* ft-cluster */
+  char spare_cmd[4096];       /* ft-spare */
+  /* The launch under way. */
+  pid_t mpirun;
+  pid_t watchdog;
+  int err_fd, verdict_fd;
+  ft__filter_t *filter;
+  unsigned run_flags;
+  char id[64];    /* FTRT_LAUNCH_ID */
+  double end_at;  /* END: when KILL follows TERM (0: not ending) */
+  int ended;      /* END done for this launch */
+  int signo;      /* a signal seen while a launch or probe ran */
+  int status;     /* the launcher's exit status, bash's $? */
+} drv_t;
+
+static double wall_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static unsigned long long wall_ms(void) {
+  return (unsigned long long)(wall_now() * 1000.0);
+}
+
+static double mono_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* One write a line: a line of ours never lands inside another. */
+static void put_err(const char *s, size_t n) {
+  while (n) {
+    ssize_t w = write(2, s, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return;
+    s += w, n -= (size_t)w;
+  }
+}
+
+static void say_line(const drv_t *d, unsigned flags, const char *text) {
+  ft__text_t t = FT__TEXT_INIT;
+  ft__text_add(&t, "ft-launch: ");
+  if (flags & FT_LAUNCH_SAY_STAMP) {
+    unsigned long long ms =
+        (unsigned long long)((wall_now() - d->c->t0) * 1000.0);
+    ft__text_addf(&t, "[+%llu.%llus] ", ms / 1000, ms % 1000 / 100);
+  }
+  ft__text_add(&t, text);
+  ft__text_add(&t, "\n");
+  if (flags & FT_LAUNCH_SAY_USAGE)
+    ft__text_add(&t, "(ft-launch --help for usage)\n");
+  put_err(ft__text_str(&t), t.len);
+  ft__text_free(&t);
+}
+
+static void say(const drv_t *d, const char *text) { say_line(d, 0, text); }
+
+/* A signal that came: the first one counts (the machine takes one). */
+static void take_signals(drv_t *d) {
+  unsigned char b[64];
+  ssize_t n;
+  while ((n = read(sig_pipe[0], b, sizeof(b))) > 0)
+    for (ssize_t i = 0; i < n; i++)
+      if (b[i] != SIGCHLD && !d->signo)
+        d->signo = b[i];
+}
+
+/* ---- programs ---- */
+
+/* ${NAME:-$(command -v WORD || echo "$HERE/WORD")} */
+static void find_program(drv_t *d, const char *var, const char *word,
+                         char *out, size_t len) {
+  const char *v = ft__env_str(d->c->env, var);
+  if (*v) {
+    snprintf(out, len, "%s", v);
+    return;
+  }
+  ft__text_t t = FT__TEXT_INIT;
+  if (ft__env_command(d->c->env, word, &t) == 1)
+    snprintf(out, len, "%s", ft__text_str(&t));
+  else
+    snprintf(out, len, "%s/%s", d->c->here, word);
+  ft__text_free(&t);
+}
+
+/* ---- one launch ---- */
+
+/* The environment of the launch: FT_REBUILD, FT_FRESH, FT_HOLD as the
+ * machine keeps them. */
+static int launch_env(drv_t *d, const ft__launch_action_t *a) {
+  ft__env_t *env = d->c->env;
+  int rc = FT_OK;
+  if (a->flags & FT_LAUNCH_RUN_REBUILD)
+    rc = ft__env_set(env, "FT_REBUILD", ft__launch_mode_name(a->mode));
+  else
+    ft__env_unset(env, "FT_REBUILD");
+  if (rc == FT_OK && d->fresh && (a->flags & FT_LAUNCH_RUN_FRESH))
+    rc = ft__env_set(env, "FT_FRESH", d->fresh);
+  else
+    ft__env_unset(env, "FT_FRESH");
+  if (rc == FT_OK && d->hold && (a->flags & FT_LAUNCH_RUN_HOLD))
+    rc = ft__env_set(env, "FT_HOLD", d->hold);
+  else
+    ft__env_unset(env, "FT_HOLD");
+  return rc;
+}
+
+static int write_file(const char *path, const ft__text_t *t) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return -1;
+  fwrite(ft__text_str(t), 1, t->len, f);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* The command line of a (RUN) into cmd, its hostfile written. */
+static int build_launch(drv_t *d, const ft__launch_action_t *a,
+                        ft__launch_cmd_t *cmd) {
+  char hostfile[4200], k[24], m[24];
+  snprintf(hostfile, sizeof(hostfile), "%s/hostfile", d->c->tmp);
+  ft__launch_job_t job;
+  ft__launch_plan_job(d->c->plan, d->c->args, hostfile, 0, &job);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  job.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                          : (n > 0 ? n : 1);
+  job.hosts = a->hosts, job.nhosts = a->nhosts, job.nodes = a->nodes;
+  job.ec_k = job.ec_m = NULL;
+  if (a->ec_k) {
+    snprintf(k, sizeof(k), "%d", a->ec_k);
+    snprintf(m, sizeof(m), "%d", a->ec_m);
+    job.ec_k = k, job.ec_m = m;
+  }
+  const char *restore[] = {d->restore, "--job", d->c->args->job, "--mode",
+                           ft__launch_mode_name(a->mode)};
+  if (a->flags & FT_LAUNCH_RUN_RESTORE) {
+    job.ranks_per_node = 1;
+    job.program = restore, job.nprogram = 5;
+  }
+  if (launch_env(d, a) != FT_OK ||
+      ft__launch_job_env(&job, d->c->env) != FT_OK ||
+      d->c->be->build(&job, d->c->env, cmd) != FT_OK)
+    return -1;
+  if (cmd->hostfile.len && write_file(hostfile, &cmd->hostfile) != 0)
+    return -1;
+  return 0;
+}
+
+static void verbose_line(drv_t *d, const ft__launch_cmd_t *cmd) {
+  ft__text_t t = FT__TEXT_INIT;
+  ft__text_add(&t, "+ ");
+  const ft__words_t *parts[] = {&d->c->plan->runner, &cmd->argv};
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; i < parts[p]->n; i++) {
+      ft__quote_word(&t, parts[p]->v[i]);
+      ft__text_add(&t, " ");
+    }
+  say(d, ft__text_str(&t));
+  ft__text_free(&t);
+}
+
+/* Start the launcher: stdin ours (the program) or none (ft-restore), its
+ * standard error on a pipe of ours. */
+static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
+  ft__words_t argv = FT__WORDS_INIT;
+  ft__words_addv(&argv, (const char *const *)d->c->plan->runner.v,
+                 d->c->plan->runner.n);
+  ft__words_addv(&argv, (const char *const *)cmd->argv.v, cmd->argv.n);
+  ft__text_t path = FT__TEXT_INIT;
+  if (argv.n == 0) {
+    ft__words_free(&argv);
+    return -1;
+  }
+  /* Not found: exec fails in the child, which exits 127 as a shell's
+   * command would. */
+  if (ft__env_command(d->c->env, argv.v[0], &path) != 1)
+    ft__text_add(&path, argv.v[0]);
+  ft__env_set(d->c->env, "FTRT_LAUNCH_ID", d->id);
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    ft__text_free(&path);
+    ft__words_free(&argv);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL), signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(p[1], 2);
+    if (!stdin_ours) {
+      int null = open("/dev/null", O_RDONLY);
+      if (null >= 0)
+        dup2(null, 0);
+    }
+    if (strchr(ft__text_str(&path), '/'))
+      execve(ft__text_str(&path), argv.v, d->c->env->kv.v);
+    else
+      errno = ENOENT;
+    fprintf(stderr, "ft-launch: %s: %s\n", argv.v[0],
+            errno == ENOENT ? "command not found" : strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  ft__env_unset(d->c->env, "FTRT_LAUNCH_ID");
+  close(p[1]);
+  ft__text_free(&path);
+  ft__words_free(&argv);
+  if (pid < 0) {
+    close(p[0]);
+    return -1;
+  }
+  d->mpirun = pid;
+  d->err_fd = p[0];
+  return 0;
+}
+
+/* A PREPARE of the filter: the spares a recovery may take next. */
+static void prepare_spares(drv_t *d, uint64_t bytes) {
+  if (!(d->run_flags & FT_LAUNCH_RUN_PREPARE))
+    return;
+  const char *h[FT_LAUNCH_HOSTS_MAX];
+  int n = ft__launch_candidates(d->m, h, FT_LAUNCH_HOSTS_MAX);
+  if (n > 0)
+    ft__spares_prepare(&d->spares, h, n, bytes);
+}
+
+static void append_times_file(drv_t *d, const char *line, int warn) {
+  const char *path = d->c->args->times;
+  if (!*path)
+    return;
+  FILE *f = fopen(path, "a");
+  int ok = f && fprintf(f, "%s\n", line) >= 0;
+  if (f && fclose(f) != 0)
+    ok = 0;
+  if (!ok && warn) {
+    ft__text_t t = FT__TEXT_INIT;
+    ft__text_addf(&t, "warning: cannot append to --times %s", path);
+    say(d, ft__text_str(&t));
+    ft__text_free(&t);
+  }
+}
+
+/* What the filter made of the last bytes. */
+static void filter_outputs(drv_t *d) {
+  ft__filter_out_t o;
+  while (ft__filter_next(d->filter, &o)) {
+    switch (o.kind) {
+    case FT_FILTER_SHOW:
+      put_err(o.text, o.len);
+      break;
+    case FT_FILTER_PREPARE:
+      prepare_spares(d, o.bytes);
+      break;
+    case FT_FILTER_TELL:
+      if (d->later.s || d->account.len) {
+        /* held back when our stdout and stderr are one file */
+        struct stat a, b;
+        if (fstat(1, &a) == 0 && fstat(2, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+          ft__text_addn(&d->later, o.text, o.len);
+          ft__text_add(&d->later, "\n");
+          break;
+        }
+      }
+      put_err(o.text, o.len);
+      put_err("\n", 1);
+      break;
+    case FT_FILTER_STAMPS: {
+      ft__text_t t = FT__TEXT_INIT;
+      ft__text_addn(&t, o.text, o.len);
+      append_times_file(d, ft__text_str(&t), 0);
+      ft__text_free(&t);
+      break;
+    }
+    default: /* HIDE, TIMES: kept by the filter */
+      break;
+    }
+  }
+}
+
+static void read_err(drv_t *d) {
+  char buf[65536];
+  ssize_t n = read(d->err_fd, buf, sizeof(buf));
+  if (n > 0) {
+    ft__filter_feed(d->filter, buf, (size_t)n);
+    filter_outputs(d);
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    close(d->err_fd);
+    d->err_fd = -1;
+  }
+}
+
+/* END: TERM now, KILL 2 s later (the loop sends it). */
+static void end_launch(drv_t *d) {
+  if (d->mpirun <= 0 || d->end_at)
+    return;
+  if (kill(d->mpirun, SIGTERM) == 0)
+    d->end_at = mono_now() + 2.0;
+}
+
+static void reap(drv_t *d) {
+  int st;
+  pid_t r;
+  /* Only the launcher: the other children are their modules' to wait
+   * for (the watchdog's, the spares'). */
+  if (d->mpirun > 0 && (r = waitpid(d->mpirun, &st, WNOHANG)) == d->mpirun) {
+    d->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    d->mpirun = 0;
+  }
+}
+
+/* The watchdog's verdict: "HOST MS FLAGS". */
+static void read_verdict(drv_t *d, ft__launch_event_t *ev, char *host,
+                         size_t len) {
+  char buf[256];
+  ssize_t n = read(d->verdict_fd, buf, sizeof(buf) - 1);
+  close(d->verdict_fd);
+  d->verdict_fd = -1;
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  unsigned long long ms = 0;
+  unsigned flags = 0;
+  char h[128];
+  if (sscanf(buf, "%127s %llu %u", h, &ms, &flags) < 1)
+    return;
+  snprintf(host, len, "%s", h);
+  *ev = (ft__launch_event_t){.kind = FT_LAUNCH_EV_UNREACHABLE,
+                             .ms = ms,
+                             .host = host,
+                             .flags = flags ? FT_LAUNCH_PING_WAIT : 0};
+}
+
+static int act(drv_t *d, const ft__launch_action_t *a);
+
+/* Feed ev, and carry out what it decides (a RUN among it is refused: the
+ * machine asks none while a launch runs). */
+static int feed(drv_t *d, const ft__launch_event_t *ev) {
+  if (ft__launch_event(d->m, ev) != FT_OK)
+    return -1;
+  ft__launch_action_t a;
+  while (ft__launch_action(d->m, &a)) {
+    int rc = act(d, &a);
+    if (rc >= 0)
+      return rc;
+  }
+  return -1;
+}
+
+/* The launch under way until its launcher ends; a signal or a verdict is
+ * fed to the machine as it comes.  >= 0: ft-launch's exit status (the
+ * machine said EXIT on a signal). */
+static int wait_launch(drv_t *d) {
+  while (d->mpirun > 0) {
+    struct pollfd p[3] = {{sig_pipe[0], POLLIN, 0},
+                          {d->err_fd, POLLIN, 0},
+                          {d->verdict_fd, POLLIN, 0}};
+    int timeout = -1;
+    if (d->end_at) {
+      double left = d->end_at - mono_now();
+      timeout = left > 0 ? (int)(left * 1000) + 1 : 0;
+    }
+    int n = poll(p, 3, timeout);
+    if (n < 0 && errno != EINTR)
+      return FT_LAUNCH_EXIT_FAIL;
+    if (p[0].revents) {
+      take_signals(d);
+      reap(d);
+    }
+    if (p[1].revents)
+      read_err(d);
+    if (p[2].revents) {
+      ft__launch_event_t ev = {0};
+      char host[128];
+      read_verdict(d, &ev, host, sizeof(host));
+      if (ev.kind) {
+        int rc = feed(d, &ev);
+        if (rc >= 0)
+          return rc;
+      }
+    }
+    if (d->end_at && mono_now() >= d->end_at && d->mpirun > 0) {
+      kill(d->mpirun, SIGKILL);
+      d->end_at = 0;
+    }
+    if (d->signo) {
+      ft__launch_event_t ev = {.kind = FT_LAUNCH_EV_SIGNAL, .signo = d->signo};
+      d->signo = 0;
+      int rc = feed(d, &ev);
+      if (rc >= 0)
+        return rc;
+    }
+  }
+  return -1;
+}
+
+/* After the launcher: the watchdog, the leftovers, the rest of the pipe
+ * (10 s bound a writer that outlived the launch). */
+static void teardown(drv_t *d) {
+  if (d->watchdog > 0) {
+    ft__watchdog_stop(d->watchdog);
+    d->watchdog = 0;
+  }
+  if (d->verdict_fd >= 0) {
+    close(d->verdict_fd);
+    d->verdict_fd = -1;
+  }
+  if (d->id[0])
+    ft__leftovers_kill(d->id);
+  double until = mono_now() + 10.0;
+  while (d->err_fd >= 0) {
+    double left = until - mono_now();
+    if (left <= 0)
+      break;
+    struct pollfd p = {d->err_fd, POLLIN, 0};
+    if (poll(&p, 1, (int)(left * 1000) + 1) > 0)
+      read_err(d);
+  }
+  if (d->err_fd >= 0) {
+    close(d->err_fd);
+    d->err_fd = -1;
+  }
+  if (d->filter) {
+    ft__filter_end(d->filter);
+    filter_outputs(d);
+  }
+}
+
+static void kept_of_filter(drv_t *d) {
+  ft__text_clear(&d->times);
+  ft__text_clear(&d->hidden);
+  if (!d->filter)
+    return;
+  ft__text_add(&d->times, ft__filter_times(d->filter));
+  ft__text_add(&d->hidden, ft__filter_hidden(d->filter));
+  ft__filter_free(d->filter);
+  d->filter = NULL;
+}
+
+/* A kept ftrt-times line of WHAT? */
+static int times_has(const drv_t *d, const char *what) {
+  ft__stamps_t s = FT__STAMPS_INIT;
+  int r = ft__stamps_read_times(&s, ft__text_str(&d->times), what, "");
+  ft__stamps_free(&s);
+  return r == 1;
+}
+
+static void new_id(drv_t *d) {
+  unsigned r = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+      r = (unsigned)(wall_now() * 1e6);
+    close(fd);
+  }
+  snprintf(d->id, sizeof(d->id), "%d-%u", (int)getpid(), r);
+}
+
+static const char *const r_keys[] = {"r_mpi_ms",     "r_survey_ms",
+                                     "r_rebuilt_ms", "r_bytes",
+                                     "r_prepared",   "r_fresh_ms",
+                                     "r_full_host"};
+
+/* The stamps before a launch: a relaunch's account, ft-restore's start. */
+static void stamps_before(drv_t *d, const ft__launch_action_t *a,
+                          unsigned long long t0) {
+  ft__text_clear(&d->account);
+  if (a->flags & FT_LAUNCH_RUN_RESTORE) {
+    ft__stamps_setu(&d->ts, "restore_start", t0);
+    const char *r = ft__stamps_get(&d->ts, "restores");
+    ft__stamps_setu(&d->ts, "restores", (r ? strtoull(r, NULL, 10) : 0) + 1);
+    for (size_t i = 0; i < sizeof(r_keys) / sizeof(*r_keys); i++)
+      ft__stamps_unset(&d->ts, r_keys[i]);
+    return;
+  }
+  if (a->flags & FT_LAUNCH_RUN_REBUILD) {
+    /* the account is the rebuild's in the relaunch: no ft-restore's */
+    ft__stamps_unset(&d->ts, "restore_start");
+    ft__stamps_unset(&d->ts, "restore_end");
+    for (size_t i = 0; i < 6; i++)
+      ft__stamps_unset(&d->ts, r_keys[i]);
+    ft__stamps_set(&d->ts, "restores", "0");
+  }
+  if (a->recovery) {
+    ft__stamps_setu(&d->ts, "relaunch", t0);
+    ft__stamps_setu(&d->ts, "recovery", (unsigned long long)a->recovery);
+    ft__stamps_set(&d->ts, "mode", ft__launch_mode_name(a->mode));
+    ft__stamps_format(&d->ts, NULL, &d->account);
+  }
+}
+
+/* RUN: one launch, to its end.  >= 0: ft-launch's exit status (a signal
+ * ended it); else the machine awaits its EXIT, in *ev. */
+static int run_launch(drv_t *d, const ft__launch_action_t *a) {
+  ft__launch_cmd_t cmd = FT__LAUNCH_CMD_INIT;
+  int restore = (a->flags & FT_LAUNCH_RUN_RESTORE) != 0;
+  d->run_flags = a->flags;
+  new_id(d);
+  if (build_launch(d, a, &cmd) != 0) {
+    say(d, "cannot build the launch's command line, or write its hostfile");
+    ft__words_free(&cmd.argv);
+    ft__text_free(&cmd.hostfile);
+    return FT_LAUNCH_EXIT_FAIL;
+  }
+  unsigned long long t0 = wall_ms();
+  double m0 = mono_now();
+  stamps_before(d, a, t0);
+  if (d->c->args->verbose)
+    verbose_line(d, &cmd);
+  ft__text_clear(&d->later);
+  if (ft__filter_new(&d->filter, d->id,
+                     d->account.len ? ft__text_str(&d->account) : NULL,
+                     d->c->args->verbose) != FT_OK ||
+      start_launch(d, &cmd, !restore) != 0) {
+    say(d, "cannot start the launcher");
+    ft__words_free(&cmd.argv);
+    ft__text_free(&cmd.hostfile);
+    return FT_LAUNCH_EXIT_FAIL;
+  }
+  ft__words_free(&cmd.argv);
+  ft__text_free(&cmd.hostfile);
+  d->end_at = 0;
+  if (a->nhosts > 0 && (d->probe.cluster || d->probe.nwords == 0 ||
+                        strcmp(strrchr(d->probe.words[0], '/')
+                                   ? strrchr(d->probe.words[0], '/') + 1
+                                   : d->probe.words[0],
+                               "srun") != 0)) {
+    int v[2];
+    if (pipe2(v, O_CLOEXEC) == 0) {
+      ft__watchdog_t w = {.mpirun = d->mpirun,
+                          .hosts = a->hosts,
+                          .nhosts = a->nhosts,
+                          .probe = &d->probe,
+                          .verdict_fd = v[1]};
+      if (ft__watchdog_start(&w, &d->watchdog) != FT_OK)
+        d->watchdog = 0;
+      close(v[1]);
+      d->verdict_fd = v[0];
+    }
+  }
+  int rc = wait_launch(d);
+  unsigned long long end = wall_ms();
+  teardown(d);
+  kept_of_filter(d);
+  if (rc >= 0)
+    return rc;
+  if (restore) {
+    ft__stamps_setu(&d->ts, "restore_end", wall_ms());
+    ft__stamps_read_times(&d->ts, ft__text_str(&d->times), "restore", "r_");
+    ft__stamps_read_times(&d->ts, ft__text_str(&d->times), "fresh", "r_");
+    ft__stamps_read_times(&d->ts, ft__text_str(&d->times), "full", "r_");
+  }
+  ft__words_t lost = FT__WORDS_INIT;
+  d->c->be->lost(ft__text_str(&d->hidden), &lost);
+  unsigned flags = 0;
+  if (times_has(d, "restore") || times_has(d, "fresh"))
+    flags |= FT_LAUNCH_REBUILT;
+  if (times_has(d, "job") || times_has(d, "fresh"))
+    flags |= FT_LAUNCH_ACCOUNTED;
+  if (restore && ft__stamps_get(&d->ts, "r_fresh_ms"))
+    flags |= FT_LAUNCH_FRESH;
+  ft__launch_event_t ev = {
+      .kind = FT_LAUNCH_EV_EXIT,
+      .status = d->status,
+      .ms = (uint64_t)((mono_now() - m0) * 1000.0),
+      .hosts = (const char *const *)lost.v,
+      .nhosts = lost.n,
+      .host = restore ? ft__stamps_get(&d->ts, "r_full_host") : NULL,
+      .flags = flags};
+  if (!restore) {
+    /* TS anew: the failed launch's end, its teardown's */
+    ft__stamps_clear(&d->ts);
+    ft__stamps_setu(&d->ts, "fail", end);
+    ft__stamps_setu(&d->ts, "torn", wall_ms());
+    ft__stamps_set(&d->ts, "restores", "0");
+  }
+  if (d->signo) {
+    /* a signal during the teardown: the machine takes it first */
+    ft__words_free(&lost);
+    ft__launch_event_t sev = {.kind = FT_LAUNCH_EV_SIGNAL, .signo = d->signo};
+    d->signo = 0;
+    return feed(d, &sev);
+  }
+  rc = feed(d, &ev);
+  ft__words_free(&lost);
+  return rc;
+}
+
+/* PROBE: the hosts asked, then PROBED (or the signal that came). */
+static int run_probe(drv_t *d, const ft__launch_action_t *a) {
+  ft__words_t bad = FT__WORDS_INIT;
+  unsigned long long t0 = wall_ms();
+  ft__probe_unreachable(&d->probe, a->hosts, a->nhosts, a->tries, &bad);
+  /* The recovery's time in probes: what the supervisor's own part of it
+   * leaves out (ft-bench's downtime table). */
+  const char *was = ft__stamps_get(&d->ts, "probes_ms");
+  ft__stamps_setu(&d->ts, "probes_ms",
+                  (was ? strtoull(was, NULL, 10) : 0) + wall_ms() - t0);
+  take_signals(d);
+  reap(d);
+  if (d->signo) {
+    ft__words_free(&bad);
+    ft__launch_event_t sev = {.kind = FT_LAUNCH_EV_SIGNAL, .signo = d->signo};
+    d->signo = 0;
+    return feed(d, &sev);
+  }
+  ft__launch_event_t ev = {.kind = FT_LAUNCH_EV_PROBED,
+                           .hosts = (const char *const *)bad.v,
+                           .nhosts = bad.n};
+  int rc = feed(d, &ev);
+  ft__words_free(&bad);
+  return rc;
+}
+
+/* SUMMARY: summary() for the node set as it is now. */
+static void summary(drv_t *d) {
+  ft__launch_plan_t p = *d->c->plan;
+  const char *h[FT_LAUNCH_HOSTS_MAX];
+  int n = ft__launch_hosts(d->m, h, FT_LAUNCH_HOSTS_MAX);
+  ft__words_t hosts = FT__WORDS_INIT, lines = FT__WORDS_INIT;
+  ft__words_addv(&hosts, h, n);
+  char nodes[24], left[24];
+  if (n > 0) {
+    snprintf(nodes, sizeof(nodes), "%d", n);
+    p.nodes = nodes, p.nnodes = n;
+  }
+  p.hosts = hosts;
+  snprintf(left, sizeof(left), "%d", ft__launch_spares_left(d->m));
+  if (ft__launch_summary(&p, d->c->args, left, &lines) == FT_OK)
+    for (int i = 0; i < lines.n; i++)
+      say(d, lines.v[i]);
+  ft__words_free(&lines);
+  ft__words_free(&hosts);
+}
+
+/* mpirun_said: the first sentence of the first banner that says more than
+ * that the job failed. */
+static void mpirun_said(drv_t *d) {
+  if (d->c->args->verbose)
+    return;
+  const char *s = ft__text_str(&d->hidden);
+  while (*s) {
+    const char *e = strchr(s, '\n');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n && s[0] != '[' && strncmp(s, "Primary job", 11) != 0 &&
+        strncmp(s, "mpirun detected that one or more processes exited",
+                50) != 0) {
+      /* up to the first '.' or ':' that ends the text or a blank follows */
+      size_t end = n;
+      for (size_t i = 0; i < n; i++)
+        if ((s[i] == '.' || s[i] == ':') && (i + 1 == n || s[i + 1] == ' ')) {
+          end = s[i] == ':' ? i : i + 1;
+          break;
+        }
+      ft__text_t t = FT__TEXT_INIT;
+      ft__text_add(&t, "mpirun said: ");
+      ft__text_addn(&t, s, end > 200 ? 200 : end);
+      ft__text_add(&t, " (--verbose shows its messages)");
+      say(d, ft__text_str(&t));
+      ft__text_free(&t);
+      return;
+    }
+    s += n + (e != NULL);
+  }
+}
+
+/* One action; >= 0: ft-launch's exit status (EXIT, or a run a signal
+ * ended). */
+static int act(drv_t *d, const ft__launch_action_t *a) {
+  switch (a->kind) {
+  case FT_LAUNCH_ACT_SAY:
+    say_line(d, a->flags, a->text);
+    return -1;
+  case FT_LAUNCH_ACT_SUMMARY:
+    summary(d);
+    return -1;
+  case FT_LAUNCH_ACT_RUN:
+    return run_launch(d, a);
+  case FT_LAUNCH_ACT_END:
+    end_launch(d);
+    return -1;
+  case FT_LAUNCH_ACT_PROBE:
+    return run_probe(d, a);
+  case FT_LAUNCH_ACT_MPIRUN_SAID:
+    mpirun_said(d);
+    return -1;
+  case FT_LAUNCH_ACT_HELD:
+    if (d->later.len)
+      put_err(d->later.s, d->later.len);
+    ft__text_clear(&d->later);
+    return -1;
+  case FT_LAUNCH_ACT_STAMPS:
+    if (d->account.len)
+      append_times_file(d, ft__text_str(&d->account), 1);
+    return -1;
+  case FT_LAUNCH_ACT_STAMP:
+    ft__stamps_setu(&d->ts,
+                    a->point == FT_LAUNCH_PROBED ? "probed" : "regrouped",
+                    wall_ms());
+    return -1;
+  case FT_LAUNCH_ACT_EXIT:
+    if (d->mpirun > 0) {
+      end_launch(d);
+      while (d->mpirun > 0) {
+        int st;
+        pid_t r = waitpid(d->mpirun, &st, WNOHANG);
+        if (r == d->mpirun || (r < 0 && errno != EINTR)) {
+          d->mpirun = 0;
+          break;
+        }
+        if (d->end_at && mono_now() >= d->end_at) {
+          kill(d->mpirun, SIGKILL);
+          d->end_at = 0;
+        }
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+      }
+      teardown(d);
+      kept_of_filter(d);
+    }
+    return a->code;
+  default:
+    return -1;
+  }
+}
+
+/* ---- the machine's configuration ---- */
+
+static int64_t count_of(const char *s) {
+  int64_t v = 0;
+  if (!s || !*s || ft__launch_arith(s, &v) != 0)
+    return 0;
+  return v;
+}
+
+static int make_machine(drv_t *d, ft__text_t *probe_text) {
+  const ft__launch_args_t *a = d->c->args;
+  const ft__launch_plan_t *p = d->c->plan;
+  ft__text_join(probe_text, (const char *const *)p->probe.v, p->probe.n, " ");
+  int ec_k = 0, ec_m = 0;
+  if (*a->ec)
+    sscanf(a->ec, "%d+%d", &ec_k, &ec_m);
+  const ft__words_t *pool = *a->cluster ? &p->cluster_spares : &p->pool;
+  ft__launch_config_t cfg = {
+      .hosts = (const char *const *)p->hosts.v,
+      .nhosts = p->hosts.n,
+      .nodes = (int)p->nnodes,
+      .pool = (const char *const *)pool->v,
+      .npool = pool->n,
+      .spares = (int)count_of(p->spares),
+      .restarts = (int)count_of(a->restarts),
+      .cluster = *a->cluster != '\0',
+      .probe = ft__text_str(probe_text),
+      .probe_tries = (int)count_of(a->probe_tries),
+      .timeout = a->timeout,
+      .restore_job = a->restore_job,
+      .one_per_node = a->one_per_node,
+      .cold_spares = a->cold_spares,
+      .fresh = d->fresh != NULL,
+      .ec_k = ec_k,
+      .ec_m = ec_m,
+      .ec_name = *a->ec_name ? a->ec_name : NULL};
+  if (cfg.probe_tries < 1)
+    cfg.probe_tries = 1;
+  return ft__launch_init(&d->m, &cfg);
+}
+
+static void signals_on(void) {
+  if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+}
+
+int ft__launch_run(const ft__launch_ctx_t *ctx) {
+  drv_t d = {.c = ctx, .err_fd = -1, .verdict_fd = -1};
+  ft__text_t probe_text = FT__TEXT_INIT;
+  signals_on();
+  find_program(&d, "FT_RESTORE", "ft-restore", d.restore, sizeof(d.restore));
+  find_program(&d, "FT_SPARE", "ft-spare", d.spare_cmd, sizeof(d.spare_cmd));
+  snprintf(d.cluster_cmd, sizeof(d.cluster_cmd), "%s/ft-cluster", ctx->here);
+  d.hold = ft__env_get(ctx->env, "FT_HOLD");
+  char *hold = d.hold ? strdup(d.hold) : NULL;
+  d.hold = hold;
+  d.fresh = ft__env_get(ctx->env, "FT_FRESH");
+  char *fresh = d.fresh && *d.fresh ? strdup(d.fresh) : NULL;
+  d.fresh = fresh;
+  const ft__launch_args_t *a = ctx->args;
+  double timeout_s = strtod(a->timeout, NULL);
+  d.probe = (ft__probe_t){.cluster = *a->cluster ? a->cluster : NULL,
+                          .cluster_cmd = d.cluster_cmd,
+                          .words = (const char *const *)ctx->plan->probe.v,
+                          .nwords = ctx->plan->probe.n,
+                          .tries = (int)count_of(a->probe_tries),
+                          .timeout_s = timeout_s,
+                          .timeout = a->timeout,
+                          .be = ctx->be,
+                          .envp = ctx->env->kv.v};
+  if (d.probe.tries < 1)
+    d.probe.tries = 1;
+  ft__launch_plan_job(ctx->plan, a, "", 0, &d.spare_job);
+  const char *store = ft__env_get(ctx->env, "FT_STORE_ROOT");
+  d.spares = (ft__spares_t){.dir = ctx->tmp,
+                            .job = a->job,
+                            .store = store && *store ? store : NULL,
+                            .ft_spare = d.spare_cmd,
+                            .launch = &d.spare_job,
+                            .probe = &d.probe};
+  int rc = FT_LAUNCH_EXIT_FAIL;
+  if (make_machine(&d, &probe_text) != FT_OK) {
+    say(&d, "out of memory, or a placement the supervisor cannot hold");
+  } else {
+    ft__launch_event_t start = {.kind = FT_LAUNCH_EV_START};
+    rc = feed(&d, &start);
+    if (rc < 0)
+      rc = ft__launch_exit_code(d.m) >= 0 ? ft__launch_exit_code(d.m)
+                                          : FT_LAUNCH_EXIT_FAIL;
+  }
+  ft__spares_clear(&d.spares);
+  ft__launch_destroy(d.m);
+  ft__stamps_free(&d.ts);
+  ft__text_free(&d.account);
+  ft__text_free(&d.later);
+  ft__text_free(&d.times);
+  ft__text_free(&d.hidden);
+  ft__text_free(&probe_text);
+  free(hold);
+  free(fresh);
+  return rc;
+}
