@@ -54,7 +54,8 @@ typedef struct ft__filter_out {
    * without one.  Valid until the next call on the filter. */
   const char *text;
   size_t len;
-  uint64_t bytes; /* PREPARE: slot_bytes */
+  uint64_t bytes; /* PREPARE: slot_bytes (0 where the line has none, the
+                     largest where it is past 2^64-1) */
 } ft__filter_out_t;
 
 typedef struct ft__filter ft__filter_t;
@@ -67,15 +68,20 @@ int ft__filter_new(ft__filter_t **out, const char *id, const char *account,
 void ft__filter_free(ft__filter_t *f);
 /* n bytes as read; any split of the same bytes gives the same outputs.
  * Outputs are queued: read them with ft__filter_next before the next
- * feed.  FT_OK, FT_ENOMEM (the bytes are then lost, and said so). */
+ * feed.  FT_OK, FT_ENOMEM: then what could not be held is lost, the line
+ * under way (the rest of it up to its "\n" skipped) or an output, and the
+ * lines after it are read as before. */
 int ft__filter_feed(ft__filter_t *f, const char *buf, size_t n);
-/* The end of the input: a last line without "\n", what a banner held. */
+/* The end of the input: a last line without "\n", what a banner held.
+ * The filter then reads on as after a "\n" with no banner open: a second
+ * end with nothing fed between adds nothing. */
 int ft__filter_end(ft__filter_t *f);
 /* The next output: 1 and *out, 0 when none is queued. */
 int ft__filter_next(ft__filter_t *f, ft__filter_out_t *out);
 /* What the filter kept so far: every TIMES line, "\n" after each (for
  * ft__stamps_read_times), every HIDE line, "\n" after each (for the
- * backend's lost, and mpirun_said). */
+ * backend's lost, and mpirun_said); a NUL byte of a line is a blank in
+ * them, so that each reads to its end as a string. */
 const char *ft__filter_times(const ft__filter_t *f);
 const char *ft__filter_hidden(const ft__filter_t *f);
 

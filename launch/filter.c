@@ -1,0 +1,504 @@
+/*
+ * The filter of launch/filter.h, the awk program of scripts/ft-launch's
+ * mpirun_filter rule by rule (mawk, LC_ALL=C, a record a line).  Its files
+ * and its system() are outputs here: HIDE for the "hidden" file, TIMES for
+ * "times", TELL for what tell() said (at once or into "later": the caller
+ * chooses), STAMPS for "outfile", PREPARE for the --prepare-spares it
+ * started.  The awk's table T is an ft__stamps_t, whose keys keep the order
+ * they were first set in where the awk's `for (k in T)` had none.
+ *
+ * A line is bytes and a length: mawk keeps a NUL byte as any other, and
+ * so do the outputs here (the kept texts have a blank in its place, so
+ * that they read to their end as strings).  Bytes wait in a line of their
+ * own until their "\n"; a whole line already in the buffer fed is read
+ * where it is.
+ *
+ * Outputs are records of a queue whose texts live in one arena, each at an
+ * offset; both are emptied at the next feed once everything was read.  On
+ * FT_ENOMEM what could not be kept or queued is lost: the line being read
+ * (the rest of it is skipped up to its "\n") or the output being queued;
+ * the lines after it are read as before.
+ */
+#include "launch/filter.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "ftrt.h"
+
+#define DASHES_LEN 74
+
+static const char DASHES[DASHES_LEN + 1] =
+    "------------------------------------------------------------------"
+    "--------";
+
+/* The kinds of ftrt-times lines (base/times.h), with their own keys. */
+enum { K_JOB, K_STEP, K_RESTORE, K_FRESH, K_FULL, K_SLOTS, K_N };
+static const struct {
+  const char *what;
+  const char *keys[6];
+} KINDS[K_N] = {
+    [K_JOB] = {"job", {"mpi_ms", "init_ms", "restored_ms"}},
+    [K_STEP] = {"step", {"step_ms"}},
+    [K_RESTORE] = {"restore",
+                   {"mpi_ms", "survey_ms", "rebuilt_ms", "bytes", "prepared"}},
+    [K_FRESH] = {"fresh", {"fresh_ms"}},
+    [K_FULL] = {"full", {"full_host"}},
+    [K_SLOTS] = {"slots", {"slot_bytes"}},
+};
+
+typedef struct {
+  int kind;
+  size_t off, len;
+  uint64_t bytes;
+} rec_t;
+
+struct ft__filter {
+  char *tag; /* "ftrt-times: ID " */
+  size_t taglen;
+  int account, verbose;
+  ft__stamps_t t;           /* the awk's T */
+  unsigned seen;            /* a bit per kind: its first line came */
+  ft__text_t line;          /* the line under way, until its "\n" */
+  int skip;                 /* the line under way was lost: up to its "\n" */
+  int inside;               /* after a line of dashes */
+  ft__text_t held;          /* the lines held since, each after a "\n" */
+  ft__text_t times, hidden; /* kept */
+  ft__text_t arena;         /* the texts of the queue */
+  rec_t *q;
+  size_t qhead, qn, qcap;
+  ft__text_t tmp; /* a line of ft-launch's, while it is made */
+};
+
+/* ---- the queue ---- */
+
+static int queue(ft__filter_t *f, int kind, const char *s, size_t n,
+                 int newline, uint64_t bytes) {
+  if (f->qn == f->qcap) {
+    size_t cap = f->qcap ? f->qcap * 2 : 16;
+    rec_t *q = ft__realloc(f->q, cap * sizeof(*q));
+    if (!q)
+      return FT_ENOMEM;
+    f->q = q;
+    f->qcap = cap;
+  }
+  size_t off = f->arena.len;
+  if (ft__text_addn(&f->arena, s, n) != FT_OK ||
+      (newline && ft__text_add(&f->arena, "\n") != FT_OK)) {
+    f->arena.len = off;
+    if (f->arena.s)
+      f->arena.s[off] = '\0';
+    return FT_ENOMEM;
+  }
+  f->q[f->qn++] = (rec_t){kind, off, f->arena.len - off, bytes};
+  return FT_OK;
+}
+
+/* out(line): the line for our stderr, with its "\n". */
+static int out(ft__filter_t *f, const char *s, size_t n) {
+  return queue(f, FT_FILTER_SHOW, s, n, 1, 0);
+}
+
+/* Kept: the line and a "\n", a NUL byte of it as a blank. */
+static int keep(ft__text_t *t, const char *s, size_t n) {
+  size_t had = t->len;
+  for (size_t i = 0; i < n;) {
+    const char *z = memchr(s + i, '\0', n - i);
+    size_t run = z ? (size_t)(z - (s + i)) : n - i;
+    if (ft__text_addn(t, s + i, run) != FT_OK ||
+        (z && ft__text_add(t, " ") != FT_OK))
+      goto fail;
+    i += run + (z != NULL);
+  }
+  if (ft__text_add(t, "\n") == FT_OK)
+    return FT_OK;
+fail:
+  t->len = had;
+  if (t->s)
+    t->s[had] = '\0';
+  return FT_ENOMEM;
+}
+
+/* hide(line): mpirun's text, kept and queued. */
+static int hide(ft__filter_t *f, const char *s, size_t n) {
+  if (keep(&f->hidden, s, n) != FT_OK)
+    return FT_ENOMEM;
+  return queue(f, FT_FILTER_HIDE, s, n, 0, 0);
+}
+
+/* A line of ft-launch's about the recovery (tmp), then the stamps, only
+ * those of keys (NULL: all). */
+static int tell_and_stamps(ft__filter_t *f, const char *keys) {
+  if (queue(f, FT_FILTER_TELL, f->tmp.s, f->tmp.len, 0, 0) != FT_OK)
+    return FT_ENOMEM;
+  ft__text_clear(&f->tmp);
+  if (ft__stamps_format(&f->t, keys, &f->tmp) != FT_OK)
+    return FT_ENOMEM;
+  return queue(f, FT_FILTER_STAMPS, f->tmp.s, f->tmp.len, 0, 0);
+}
+
+/* ---- the lines ---- */
+
+static int is_dashes(const char *s, size_t n) {
+  return n == DASHES_LEN && memcmp(s, DASHES, n) == 0;
+}
+
+/* The awk's /^\[[^] ]+:[0-9]+\] /, in a line without "***": "[host:pid] "
+ * at the start, where host:pid is the run of bytes up to the first "]" or
+ * blank, that "]" followed by a blank, and pid the digits that end the run
+ * after a ":" that is not the run's first byte. */
+static int is_notice(const char *s, size_t n) {
+  if (n < 2 || s[0] != '[')
+    return 0;
+  size_t j = 1;
+  while (j < n && s[j] != ']' && s[j] != ' ')
+    j++;
+  if (j + 1 >= n || s[j] != ']' || s[j + 1] != ' ')
+    return 0;
+  size_t k = j;
+  while (k > 1 && s[k - 1] >= '0' && s[k - 1] <= '9')
+    k--;
+  if (k == j || k < 3 || s[k - 1] != ':')
+    return 0;
+  return memmem(s, n, "***", 3) == NULL;
+}
+
+static int blank(char c) { return c == ' ' || c == '\t'; }
+
+/* The next word of [*p, end) (awk's split(S, W, " ")), 0 at the end. */
+static int word(const char **p, const char *end, const char **w, size_t *n) {
+  const char *s = *p;
+  while (s < end && blank(*s))
+    s++;
+  if (s == end)
+    return 0;
+  *w = s;
+  while (s < end && !blank(*s))
+    s++;
+  *n = (size_t)(s - *w);
+  *p = s;
+  return 1;
+}
+
+/* split(w, kv, "="): kv[1] and kv[2] (the bytes between the first "=" and
+ * the next; none without an "="). */
+static void kv_of(const char *w, size_t n, size_t *klen, const char **v,
+                  size_t *vlen) {
+  const char *eq = memchr(w, '=', n);
+  *klen = eq ? (size_t)(eq - w) : n;
+  *v = eq ? eq + 1 : w + n;
+  const char *next = memchr(*v, '=', (size_t)(w + n - *v));
+  *vlen = (size_t)((next ? next : w + n) - *v);
+}
+
+static int kind_of(const char *w, size_t n) {
+  for (int k = 0; k < K_N; k++)
+    if (strlen(KINDS[k].what) == n && memcmp(KINDS[k].what, w, n) == 0)
+      return k;
+  return -1;
+}
+
+static int own_key(int kind, const char *k, size_t n) {
+  for (int i = 0; KINDS[kind].keys[i]; i++)
+    if (strlen(KINDS[kind].keys[i]) == n &&
+        memcmp(KINDS[kind].keys[i], k, n) == 0)
+      return 1;
+  return 0;
+}
+
+static int alnum(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (c >= '0' && c <= '9');
+}
+
+/* A value of key: ^[0-9]+$, a host name for full_host. */
+static int good_value(int host, const char *v, size_t n) {
+  if (n == 0 || (host && !alnum(v[0])))
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (host ? !(alnum(v[i]) || v[i] == '.' || v[i] == '_' || v[i] == '-')
+             : !(v[i] >= '0' && v[i] <= '9'))
+      return 0;
+  return 1;
+}
+
+/* slot_bytes, its digits read to a number (the largest, past it). */
+static uint64_t bytes_of(const char *v, size_t n) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned d = (unsigned)(v[i] - '0');
+    if (b > (UINT64_MAX - d) / 10)
+      return UINT64_MAX;
+    b = b * 10 + d;
+  }
+  return b;
+}
+
+/* The words of the line after the kind into the table (a restore's keys
+ * with r_, as ft-restore's). */
+static int stamp_words(ft__filter_t *f, int kind, const char *p,
+                       const char *end) {
+  const char *w, *v;
+  size_t n, klen, vlen;
+  ft__text_t k = FT__TEXT_INIT, val = FT__TEXT_INIT;
+  int rc = FT_OK;
+  while (rc == FT_OK && word(&p, end, &w, &n)) {
+    kv_of(w, n, &klen, &v, &vlen);
+    ft__text_clear(&k);
+    ft__text_clear(&val);
+    if (ft__text_add(&k, kind == K_RESTORE ? "r_" : "") != FT_OK ||
+        ft__text_addn(&k, w, klen) != FT_OK ||
+        ft__text_addn(&val, v, vlen) != FT_OK ||
+        ft__stamps_set(&f->t, ft__text_str(&k), ft__text_str(&val)) != FT_OK)
+      rc = FT_ENOMEM;
+  }
+  ft__text_free(&k);
+  ft__text_free(&val);
+  return rc;
+}
+
+/* The awk's stamp_line: 1 when the line was one of ftrt-times (shown
+ * before it what came before the tag), 0 when not, or FT_ENOMEM. */
+static int stamp_line(ft__filter_t *f, const char *s, size_t n) {
+  const char *at = memmem(s, n, f->tag, f->taglen);
+  if (!at)
+    return 0;
+  if (at > s && out(f, s, (size_t)(at - s)) != FT_OK)
+    return FT_ENOMEM;
+  const char *end = s + n, *p = at + f->taglen, *w, *v;
+  size_t wn, klen, vlen;
+  if (!word(&p, end, &w, &wn))
+    return 1;
+  int kind = kind_of(w, wn);
+  if (kind < 0 || (f->seen & (1u << kind)))
+    return 1;
+  f->seen |= 1u << kind;
+  const char *words = p;
+  uint64_t bytes = 0;
+  for (int i = 0; word(&p, end, &w, &wn); i++) {
+    kv_of(w, wn, &klen, &v, &vlen);
+    if (!own_key(kind, w, klen) || !good_value(kind == K_FULL, v, vlen))
+      return 1; /* not all of it ours: none of it */
+    if (i == 0)
+      bytes = bytes_of(v, vlen);
+  }
+  if (keep(&f->times, at, (size_t)(end - at)) != FT_OK)
+    return FT_ENOMEM;
+  if (queue(f, FT_FILTER_TIMES, at, (size_t)(end - at), 0, 0) != FT_OK)
+    return FT_ENOMEM;
+  /* The job is past its start-up: its free spares may be prepared. */
+  if (kind == K_SLOTS && queue(f, FT_FILTER_PREPARE, "", 0, 0, bytes) != FT_OK)
+    return FT_ENOMEM;
+  if (!f->account)
+    return 1;
+  if (stamp_words(f, kind, words, end) != FT_OK)
+    return FT_ENOMEM;
+  const char *r = ft__stamps_get(&f->t, "recovery");
+  ft__text_clear(&f->tmp);
+  if (kind == K_JOB) {
+    if (ft__account_line(&f->t, &f->tmp) != FT_OK)
+      return FT_ENOMEM;
+    if (!ft__stamps_get(&f->t, "restores") &&
+        ft__account_reads_restores(&f->t) &&
+        ft__stamps_set(&f->t, "restores", "") != FT_OK)
+      return FT_ENOMEM;
+    if (tell_and_stamps(f, NULL) != FT_OK)
+      return FT_ENOMEM;
+  } else if (kind == K_FRESH) {
+    if (ft__text_addf(&f->tmp,
+                      "ft-launch: recovery %s: nothing had been committed "
+                      "before the failure: the job starts afresh",
+                      r ? r : "") != FT_OK ||
+        tell_and_stamps(f, NULL) != FT_OK)
+      return FT_ENOMEM;
+  } else if (kind == K_STEP && ft__stamps_get(&f->t, "restored_ms")) {
+    if (ft__text_addf(&f->tmp,
+                      "ft-launch: recovery %s: its first step after the "
+                      "restore took ",
+                      r ? r : "") != FT_OK ||
+        ft__stamps_span(&f->t, "restored_ms", "step_ms", &f->tmp) != FT_OK ||
+        ft__text_add(&f->tmp, " s") != FT_OK ||
+        tell_and_stamps(f, "step_ms") != FT_OK)
+      return FT_ENOMEM;
+  }
+  return 1;
+}
+
+/* The banner held since the first line of dashes, as one line: each held
+ * line after a blank, runs of blanks squeezed to one, the first dropped. */
+static int banner(ft__filter_t *f) {
+  ft__text_t *t = &f->tmp;
+  ft__text_clear(t);
+  int was_blank = 1; /* the first blank is dropped */
+  for (size_t i = 0; i < f->held.len; i++) {
+    char c = f->held.s[i] == '\n' ? ' ' : f->held.s[i];
+    if (blank(c) && was_blank)
+      continue;
+    was_blank = blank(c);
+    if (ft__text_addn(t, was_blank ? " " : &c, 1) != FT_OK)
+      return FT_ENOMEM;
+  }
+  return hide(f, ft__text_str(t), t->len);
+}
+
+/* One record of the awk: its rules in their order. */
+static int record(ft__filter_t *f, const char *s, size_t n) {
+  int rc;
+  if (f->inside && is_dashes(s, n)) {
+    rc = banner(f);
+    if (f->verbose && out(f, DASHES, DASHES_LEN) != FT_OK)
+      rc = FT_ENOMEM;
+    f->inside = 0;
+    ft__text_clear(&f->held);
+    return rc;
+  }
+  if (f->inside) {
+    /* Held with a "\n" before it: banner() makes it the blank the awk
+     * put before each held line. */
+    if (ft__text_add(&f->held, "\n") != FT_OK ||
+        ft__text_addn(&f->held, s, n) != FT_OK)
+      return FT_ENOMEM;
+    return f->verbose ? out(f, s, n) : FT_OK;
+  }
+  if (is_dashes(s, n)) {
+    f->inside = 1;
+    ft__text_clear(&f->held);
+    return f->verbose ? out(f, DASHES, DASHES_LEN) : FT_OK;
+  }
+  if (is_notice(s, n)) {
+    rc = hide(f, s, n);
+    if (f->verbose && out(f, s, n) != FT_OK)
+      rc = FT_ENOMEM;
+    return rc;
+  }
+  rc = stamp_line(f, s, n);
+  if (rc != 0)
+    return rc < 0 ? rc : FT_OK;
+  return out(f, s, n);
+}
+
+/* ---- the interface ---- */
+
+int ft__filter_new(ft__filter_t **out_f, const char *id, const char *account,
+                   int verbose) {
+  *out_f = NULL;
+  ft__filter_t *f = ft__calloc(1, sizeof(*f));
+  if (!f)
+    return FT_ENOMEM;
+  ft__text_t tag = FT__TEXT_INIT;
+  if (ft__text_addf(&tag, "ftrt-times: %s ", id) != FT_OK)
+    goto fail;
+  f->tag = tag.s;
+  f->taglen = tag.len;
+  f->verbose = verbose;
+  /* awk's acct == "": no account. */
+  f->account = account && *account;
+  if (f->account && ft__stamps_parse(&f->t, account) != FT_OK)
+    goto fail;
+  *out_f = f;
+  return FT_OK;
+fail:
+  ft__filter_free(f);
+  return FT_ENOMEM;
+}
+
+void ft__filter_free(ft__filter_t *f) {
+  if (!f)
+    return;
+  ft__free(f->tag);
+  ft__stamps_free(&f->t);
+  ft__text_free(&f->line);
+  ft__text_free(&f->held);
+  ft__text_free(&f->times);
+  ft__text_free(&f->hidden);
+  ft__text_free(&f->arena);
+  ft__text_free(&f->tmp);
+  ft__free(f->q);
+  ft__free(f);
+}
+
+/* Everything queued was read: the arena starts again. */
+static void drained(ft__filter_t *f) {
+  if (f->qhead < f->qn)
+    return;
+  f->qhead = f->qn = 0;
+  ft__text_clear(&f->arena);
+}
+
+int ft__filter_feed(ft__filter_t *f, const char *buf, size_t n) {
+  int rc = FT_OK;
+  drained(f);
+  while (n > 0) {
+    const char *nl = memchr(buf, '\n', n);
+    size_t len = nl ? (size_t)(nl - buf) : n;
+    if (f->skip) {
+      f->skip = !nl;
+    } else if (!nl) {
+      if (ft__text_addn(&f->line, buf, len) != FT_OK) {
+        ft__text_clear(&f->line);
+        f->skip = 1;
+        rc = FT_ENOMEM;
+      }
+    } else if (f->line.len == 0) {
+      if (record(f, buf, len) != FT_OK)
+        rc = FT_ENOMEM;
+    } else {
+      int r = ft__text_addn(&f->line, buf, len);
+      if (r == FT_OK)
+        r = record(f, f->line.s, f->line.len);
+      if (r != FT_OK)
+        rc = FT_ENOMEM;
+      ft__text_clear(&f->line);
+    }
+    len += nl != NULL;
+    buf += len;
+    n -= len;
+  }
+  return rc;
+}
+
+int ft__filter_end(ft__filter_t *f) {
+  int rc = FT_OK;
+  drained(f);
+  if (f->line.len && !f->skip)
+    rc = record(f, f->line.s, f->line.len);
+  ft__text_clear(&f->line);
+  f->skip = 0;
+  /* END: a line of dashes never closed was the program's: shown, with
+   * what it held (with --verbose it was shown as it came). */
+  if (f->inside && !f->verbose) {
+    if (out(f, DASHES, DASHES_LEN) != FT_OK)
+      rc = FT_ENOMEM;
+    for (size_t i = 0; i < f->held.len;) {
+      const char *s = f->held.s + i + 1; /* past the "\n" before it */
+      const char *nl = memchr(s, '\n', (size_t)(f->held.s + f->held.len - s));
+      size_t len =
+          nl ? (size_t)(nl - s) : (size_t)(f->held.s + f->held.len - s);
+      if (out(f, s, len) != FT_OK)
+        rc = FT_ENOMEM;
+      i += len + 1;
+    }
+  }
+  f->inside = 0;
+  ft__text_clear(&f->held);
+  return rc;
+}
+
+int ft__filter_next(ft__filter_t *f, ft__filter_out_t *o) {
+  if (f->qhead == f->qn)
+    return 0;
+  const rec_t *r = &f->q[f->qhead++];
+  *o = (ft__filter_out_t){.kind = r->kind,
+                          .text = f->arena.s + r->off,
+                          .len = r->len,
+                          .bytes = r->bytes};
+  return 1;
+}
+
+const char *ft__filter_times(const ft__filter_t *f) {
+  return ft__text_str(&f->times);
+}
+
+const char *ft__filter_hidden(const ft__filter_t *f) {
+  return ft__text_str(&f->hidden);
+}
