@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
-#include "launch/run.h"
+#include "launch/proc.h"
 #include "launch/words.h"
 
 /* 1 when the environment of process pid holds entry. */
@@ -84,11 +84,11 @@ int ft__leftovers_kill(const char *id) {
       break;
     if (round == 1) {
       first = pids.n;
-      ft__run_say("killing %d leftover processes of the job", pids.n);
+      ft__proc_say("killing %d leftover processes of the job", pids.n);
     }
     for (int i = 0; i < pids.n; i++)
       kill((pid_t)strtol(pids.v[i], NULL, 10), SIGKILL);
-    ft__run_sleep_ms(200);
+    ft__proc_sleep_ms(200);
   }
   ft__words_free(&pids);
   ft__text_free(&entry);

@@ -438,7 +438,7 @@ static unsigned ftl_run_flags(const ft__launch_t *m) {
   if (m->fresh)
     f |= FT_LAUNCH_RUN_FRESH;
   if (m->hold)
-    f |= FT_LAUNCH_RUN_HOLD;
+    f |= FT_LAUNCH_PROC_HOLD;
   if (!m->cold && !m->one_per_node && m->restarts_done < m->restarts)
     f |= FT_LAUNCH_RUN_PREPARE;
   return f;

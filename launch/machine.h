@@ -190,7 +190,7 @@ typedef enum {
 #define FT_LAUNCH_RUN_RESTORE 1u /* ft-restore --mode MODE, one rank a node */
 #define FT_LAUNCH_RUN_REBUILD 2u /* FT_REBUILD=MODE: rebuild in ft_init */
 #define FT_LAUNCH_RUN_FRESH 4u   /* FT_FRESH=1 (--fresh, until a rebuild) */
-#define FT_LAUNCH_RUN_HOLD 8u    /* FT_HOLD of the environment kept */
+#define FT_LAUNCH_PROC_HOLD 8u    /* FT_HOLD of the environment kept */
 /* Prepare the spares of ft__launch_candidates once the job commits. */
 #define FT_LAUNCH_RUN_PREPARE 16u
 

@@ -18,7 +18,7 @@
 #include "base/alloc.h"
 #include "ftrt.h"
 #include "launch/command.h"
-#include "launch/run.h"
+#include "launch/proc.h"
 
 /* ---- this host ---- */
 
@@ -71,7 +71,7 @@ int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
     return FT_OK;
   ft__text_t prog = FT__TEXT_INIT, out = FT__TEXT_INIT;
   ft__words_t argv = FT__WORDS_INIT, lines = FT__WORDS_INIT;
-  int found = p->cluster_cmd ? ft__run_find(p->envp, p->cluster_cmd, &prog) : 0;
+  int found = p->cluster_cmd ? ft__proc_find(p->envp, p->cluster_cmd, &prog) : 0;
   int rc = found < 0 ? FT_ENOMEM : found == 0 ? FT_EIO : FT_OK;
   if (rc == FT_OK &&
       (ft__words_add(&argv, prog.s) != FT_OK ||
@@ -120,7 +120,7 @@ static int prepare(const ft__probe_t *p, const this_names_t *t,
     return FT_OK;
   if (p->be->probe_cmd(p->words, p->nwords, host, &o->argv) != FT_OK)
     return FT_ENOMEM;
-  o->found = o->argv.n > 0 ? ft__run_find(p->envp, o->argv.v[0], &o->prog) : 0;
+  o->found = o->argv.n > 0 ? ft__proc_find(p->envp, o->argv.v[0], &o->prog) : 0;
   return o->found < 0 ? FT_ENOMEM : FT_OK;
 }
 
@@ -144,11 +144,11 @@ int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
     rc = prepare(p, &t, hosts[i], &o[i]);
   for (int i = 0; rc == FT_OK && i < n; i++)
     if (!o[i].here)
-      o[i].pid = ft__run_bounded(o[i].found ? o[i].prog.s : NULL, o[i].argv.v,
+      o[i].pid = ft__proc_bounded(o[i].found ? o[i].prog.s : NULL, o[i].argv.v,
                                  p->envp, p->timeout_s, tries);
   /* Every process started is waited for, whatever else failed. */
   for (int i = 0; i < n; i++) {
-    int lost = !o[i].here && (o[i].pid < 0 || ft__run_wait(o[i].pid) != 0);
+    int lost = !o[i].here && (o[i].pid < 0 || ft__proc_wait(o[i].pid) != 0);
     if (rc == FT_OK && lost)
       rc = ft__words_add(bad, hosts[i]);
     ft__words_free(&o[i].argv);

@@ -9,7 +9,7 @@
  * names) is never asked.  Blocking: it returns once every host has
  * answered or failed.  The probes' output goes nowhere; their input is
  * /dev/null.  Each host's tries are a child process of the caller's,
- * waited for by its pid (launch/run.h).
+ * waited for by its pid (launch/proc.h).
  */
 #ifndef FT_LAUNCH_PROBE_H
 #define FT_LAUNCH_PROBE_H

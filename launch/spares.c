@@ -24,7 +24,7 @@
 #include "base/alloc.h"
 #include "ftrt.h"
 #include "launch/quote.h"
-#include "launch/run.h"
+#include "launch/proc.h"
 
 /* A host's command: argv, and its program (found, else NULL). */
 typedef struct cmd {
@@ -70,7 +70,7 @@ static int host_cmd(const ft__spares_t *s, const char *host,
   if (p->be->host_cmd(s->launch, p->words, p->nwords, host, ft__text_str(line),
                       &c->argv) != FT_OK)
     return FT_ENOMEM;
-  c->found = c->argv.n > 0 ? ft__run_find(p->envp, c->argv.v[0], &c->prog) : 0;
+  c->found = c->argv.n > 0 ? ft__proc_find(p->envp, c->argv.v[0], &c->prog) : 0;
   return c->found < 0 ? FT_ENOMEM : FT_OK;
 }
 
@@ -110,7 +110,7 @@ static void hosts_free(host_t *h, int n) {
  * --timeout, its input and output none. */
 static pid_t remove_on(const ft__spares_t *s, const host_t *h) {
   const cmd_t *c = &h->remove;
-  return ft__run_bounded(c->found ? c->prog.s : NULL, c->argv.v, s->probe->envp,
+  return ft__proc_bounded(c->found ? c->prog.s : NULL, c->argv.v, s->probe->envp,
                          s->probe->timeout_s, 1);
 }
 
@@ -128,7 +128,7 @@ static void run_host_cmd(const ft__spares_t *s, const cmd_t *c, int in,
   dup2(in, 0);
   dup2(out, 1);
   dup2(out, 2);
-  ft__run_child_init(-1);
+  ft__proc_child_init(-1);
   if (c->found)
     execve(c->prog.s, c->argv.v, s->probe->envp);
   int err = errno;
@@ -137,7 +137,7 @@ static void run_host_cmd(const ft__spares_t *s, const cmd_t *c, int in,
   int n = snprintf(msg, sizeof(msg), "ft-launch: %s: %s\n", word,
                    c->found ? strerror(err) : "command not found");
   if (n > 0)
-    ft__run_write_all(2, msg,
+    ft__proc_write_all(2, msg,
                       (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
   _exit(!c->found || err == ENOENT ? 127 : 126);
 }
@@ -163,7 +163,7 @@ static void prepare_one(const ft__spares_t *s, const host_t *h,
     return; /* ft-launch has ended */
   ft__text_t out = FT__TEXT_INIT;
   int ok = ft__text_addf(&out, "%s\n", h->name) == FT_OK &&
-           ft__run_write_all(fd, out.s, out.len) == 0;
+           ft__proc_write_all(fd, out.s, out.len) == 0;
   close(fd);
   ft__text_clear(&out);
   if (!ok)
@@ -175,7 +175,7 @@ static void prepare_one(const ft__spares_t *s, const host_t *h,
     return;
   if (pipe2(cap, O_CLOEXEC) != 0)
     return;
-  ft__run_write_all(in[1], "\n", 1);
+  ft__proc_write_all(in[1], "\n", 1);
   pid_t pid = fork();
   if (pid == 0)
     run_host_cmd(s, &h->prepare, in[0], cap[1]);
@@ -183,7 +183,7 @@ static void prepare_one(const ft__spares_t *s, const host_t *h,
   close(cap[1]);
   read_all(cap[0], &out);
   close(cap[0]);
-  int rc = pid < 0 ? 126 : ft__run_wait(pid);
+  int rc = pid < 0 ? 126 : ft__proc_wait(pid);
   close(in[1]);
   /* $(...): the trailing newlines dropped. */
   while (out.len && out.s[out.len - 1] == '\n')
@@ -196,21 +196,21 @@ static void prepare_one(const ft__spares_t *s, const host_t *h,
     ft__text_free(&out);
     return;
   case 3:
-    ft__run_say("warning: spare %s not prepared: %s", h->name, bare);
+    ft__proc_say("warning: spare %s not prepared: %s", h->name, bare);
     break;
   case 4:
-    ft__run_say("warning: spare %s has no room: %s", h->name, bare);
+    ft__proc_say("warning: spare %s has no room: %s", h->name, bare);
     break;
   case 255: /* unreachable: the probe of free spares will find out */
     break;
   default:
-    ft__run_say("warning: spare %s cannot be prepared (ft-spare exit %d): %s",
+    ft__proc_say("warning: spare %s cannot be prepared (ft-spare exit %d): %s",
                 h->name, rc, *text ? text : "no message");
   }
   ft__text_free(&out);
   pid_t r = remove_on(s, h);
   if (r > 0)
-    ft__run_wait(r);
+    ft__proc_wait(r);
 }
 
 /* prepare_spares: the leader of the preparation's group. */
@@ -223,16 +223,16 @@ static void preparation(const ft__spares_t *s, const host_t *h, int n,
   if (!pids)
     return;
   for (int i = 0; i < n; i++) {
-    pids[i] = ft__run_fork();
+    pids[i] = ft__proc_fork();
     if (pids[i] == 0) {
-      ft__run_child_init(-1);
+      ft__proc_child_init(-1);
       prepare_one(s, &h[i], prepared);
       _exit(0);
     }
   }
   for (int i = 0; i < n; i++)
     if (pids[i] > 0)
-      ft__run_wait(pids[i]);
+      ft__proc_wait(pids[i]);
   ft__free(pids);
 }
 
@@ -253,7 +253,7 @@ int ft__spares_prepare(ft__spares_t *s, const char *const *hosts, int n,
   if (rc == FT_OK)
     rc = ft__words_addf(&s->groups, "%*s", 20, "");
   if (rc == FT_OK) {
-    pid_t pid = ft__run_fork();
+    pid_t pid = ft__proc_fork();
     if (pid == 0) {
       setsid();
       signal(SIGTERM, SIG_DFL);
@@ -262,7 +262,7 @@ int ft__spares_prepare(ft__spares_t *s, const char *const *hosts, int n,
         dup2(null, 0);
         close(null);
       }
-      ft__run_child_init(-1);
+      ft__proc_child_init(-1);
       preparation(s, h, n, closing.s, prepared.s);
       _exit(0);
     }
@@ -331,18 +331,18 @@ static void end_groups(ft__spares_t *s) {
       int st;
       if (!reaped[i])
         reaped[i] = waitpid(g[i], &st, WNOHANG) == g[i];
-      any = any || (g[i] > 0 && ft__run_group_alive(g[i]));
+      any = any || (g[i] > 0 && ft__proc_group_alive(g[i]));
     }
     if (!any)
       break;
-    ft__run_sleep_ms(100);
+    ft__proc_sleep_ms(100);
   }
   /* No zombie stays behind: a leader still there now is killed. */
   for (int i = 0; i < n; i++) {
     int st;
     if (g[i] > 0 && waitpid(g[i], &st, WNOHANG) == 0) {
       kill(g[i], SIGKILL);
-      ft__run_wait(g[i]);
+      ft__proc_wait(g[i]);
     }
   }
   ft__free(g);
@@ -373,7 +373,7 @@ void ft__spares_clear(ft__spares_t *s) {
       pids[i] = remove_on(s, &h[i]);
     for (int i = 0; pids && i < n; i++)
       if (pids[i] > 0)
-        ft__run_wait(pids[i]);
+        ft__proc_wait(pids[i]);
     ft__free(pids);
   }
   hosts_free(h, names.n);

@@ -20,7 +20,7 @@
 
 #include "base/alloc.h"
 #include "ftrt.h"
-#include "launch/run.h"
+#include "launch/proc.h"
 
 int ft__watchdog_judge(const uint64_t *silent_ms, int n, uint64_t limit_ms) {
   for (int i = 0; i < n; i++)
@@ -33,9 +33,9 @@ void ft__watchdog_end_mpirun(pid_t pid) {
   if (pid <= 0 || kill(pid, SIGTERM) != 0)
     return;
   for (int i = 0; i < 20; i++) {
-    if (!ft__run_alive(pid))
+    if (!ft__proc_alive(pid))
       return;
-    ft__run_sleep_ms(100);
+    ft__proc_sleep_ms(100);
   }
   kill(pid, SIGKILL);
 }
@@ -53,11 +53,11 @@ void ft__watchdog_stop(pid_t pid) {
     pid_t r = waitpid(pid, &st, WNOHANG);
     if (r == pid || (r < 0 && errno == ECHILD))
       return;
-    ft__run_sleep_ms(10);
+    ft__proc_sleep_ms(10);
   }
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);
-  ft__run_wait(pid);
+  ft__proc_wait(pid);
 }
 
 /* ---- in the watchdog process ---- */
@@ -94,15 +94,15 @@ typedef struct wd {
 
 /* watchdog_ends: say the verdict, name the host, end mpirun. */
 static void verdict(const wd_t *d, const char *host, const ft__text_t *msg) {
-  ft__run_say("%s", ft__text_str(msg));
+  ft__proc_say("%s", ft__text_str(msg));
   ft__text_t line = FT__TEXT_INIT;
   if (ft__text_addf(&line, "%s\n", host) == FT_OK)
-    ft__run_write_all(d->w->verdict_fd, line.s, line.len);
+    ft__proc_write_all(d->w->verdict_fd, line.s, line.len);
   ft__text_free(&line);
   ft__watchdog_end_mpirun(d->w->mpirun);
 }
 
-static int alive(const wd_t *d) { return ft__run_alive(d->w->mpirun); }
+static int alive(const wd_t *d) { return ft__proc_alive(d->w->mpirun); }
 
 /* The watch's group ended, and it gone (1 s at most; its zombie reaped).
  * The TERM goes to the watch itself too, should it not lead its group
@@ -114,9 +114,9 @@ static void stop_watch(pid_t pid) {
   kill(pid, SIGTERM);
   for (int i = 0; sent && i < 10; i++) {
     reaped = reaped || waitpid(pid, &st, WNOHANG) == pid;
-    if (!ft__run_group_alive(pid))
+    if (!ft__proc_group_alive(pid))
       break;
-    ft__run_sleep_ms(100);
+    ft__proc_sleep_ms(100);
   }
   if (!reaped)
     waitpid(pid, &st, WNOHANG);
@@ -152,21 +152,21 @@ static pid_t start_watch(const wd_t *d, int *fd) {
   pid_t pid = -1;
   int fds[2];
   if (d->p->cluster_cmd &&
-      ft__run_find(d->p->envp, d->p->cluster_cmd, &prog) == 1 &&
+      ft__proc_find(d->p->envp, d->p->cluster_cmd, &prog) == 1 &&
       ft__words_add(&argv, prog.s) == FT_OK &&
       ft__words_add(&argv, "watch") == FT_OK &&
       ft__words_add(&argv, "--name") == FT_OK &&
       ft__words_add(&argv, d->p->cluster) == FT_OK &&
       ft__words_addv(&argv, d->hosts, d->n) == FT_OK &&
       pipe2(fds, O_CLOEXEC) == 0) {
-    pid = ft__run_fork();
+    pid = ft__proc_fork();
     if (pid == 0) {
       setsid();
       dup2(fds[1], 1);
       int null = open("/dev/null", O_WRONLY);
       if (null >= 0)
         dup2(null, 2);
-      ft__run_child_init(-1);
+      ft__proc_child_init(-1);
       execve(argv.v[0], argv.v, d->p->envp);
       _exit(127);
     }
@@ -222,7 +222,7 @@ static int watch_cluster(wd_t *d) {
   pid_t pid = start_watch(d, &fd);
   if (pid < 0)
     return 1;
-  uint64_t *last = d->since, now = ft__run_now_ms();
+  uint64_t *last = d->since, now = ft__proc_now_ms();
   for (int i = 0; i < d->n; i++)
     last[i] = now;
   ft__text_t cut = FT__TEXT_INIT;
@@ -233,7 +233,7 @@ static int watch_cluster(wd_t *d) {
     /* Every line already there counts before anything is judged.  The
      * clocks start again at the watch's first line: its pings are running
      * then, however long it took to start them. */
-    now = ft__run_now_ms();
+    now = ft__proc_now_ms();
     if (lines.n > 0 && !started) {
       started = 1;
       for (int i = 0; i < d->n; i++)
@@ -284,7 +284,7 @@ static void rounds(wd_t *d) {
   if (!failing)
     return;
   while (alive(d)) {
-    uint64_t t0 = ft__run_now_ms();
+    uint64_t t0 = ft__proc_now_ms();
     ft__words_free(&bad);
     if (d->cluster) {
       ft__probe_cluster_ping(d->p, d->hosts, d->n, 0, &bad);
@@ -296,7 +296,7 @@ static void rounds(wd_t *d) {
         if (!warned) {
           ft__text_t words = FT__TEXT_INIT;
           ft__probe_words(d->p, 0, &words);
-          ft__run_say("watchdog: %s for every host at once: it cannot tell "
+          ft__proc_say("watchdog: %s for every host at once: it cannot tell "
                       "a lost host, and judges none while that lasts",
                       ft__text_str(&words));
           ft__text_free(&words);
@@ -307,7 +307,7 @@ static void rounds(wd_t *d) {
     }
     if (!alive(d))
       break;
-    uint64_t now = ft__run_now_ms();
+    uint64_t now = ft__proc_now_ms();
     for (int i = 0; i < d->n; i++) {
       int k = d->key[i];
       d->silent[i] = 0;
@@ -342,9 +342,9 @@ static void rounds(wd_t *d) {
       ft__text_free(&words);
       break;
     }
-    now = ft__run_now_ms();
+    now = ft__proc_now_ms();
     if (now - t0 < every_ms)
-      ft__run_sleep_ms(every_ms - (now - t0));
+      ft__proc_sleep_ms(every_ms - (now - t0));
   }
   ft__words_free(&bad);
   ft__free(failing);
@@ -352,11 +352,11 @@ static void rounds(wd_t *d) {
 
 /* "${FT_CLUSTER_PROBE:-ping}" = ping && command -v ping */
 static int pings(const ft__probe_t *p) {
-  const char *how = ft__run_getenv(p->envp, "FT_CLUSTER_PROBE");
+  const char *how = ft__proc_getenv(p->envp, "FT_CLUSTER_PROBE");
   if (how && *how && strcmp(how, "ping") != 0)
     return 0;
   ft__text_t path = FT__TEXT_INIT;
-  int found = ft__run_find(p->envp, "ping", &path);
+  int found = ft__proc_find(p->envp, "ping", &path);
   ft__text_free(&path);
   return found == 1;
 }
@@ -393,7 +393,7 @@ static void watchdog(const ft__watchdog_t *w) {
 int ft__watchdog_start(const ft__watchdog_t *w, pid_t *pid) {
   if (!w || !w->probe || w->mpirun <= 0)
     return FT_EIO;
-  pid_t c = ft__run_fork();
+  pid_t c = ft__proc_fork();
   if (c < 0)
     return FT_EIO;
   if (c == 0) {
@@ -418,7 +418,7 @@ int ft__watchdog_start(const ft__watchdog_t *w, pid_t *pid) {
     /* A process group of its own is a background one on a terminal: with
      * "stty tostop" its lines to the terminal would stop it. */
     signal(SIGTTOU, SIG_IGN);
-    ft__run_child_init(w->verdict_fd);
+    ft__proc_child_init(w->verdict_fd);
     watchdog(w);
     _exit(0);
   }

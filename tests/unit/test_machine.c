@@ -231,7 +231,7 @@ static void in_state(int state) {
                    ft__launch_state_name(state));
 }
 
-#define HOLD FT_LAUNCH_RUN_HOLD
+#define HOLD FT_LAUNCH_PROC_HOLD
 #define PREP FT_LAUNCH_RUN_PREPARE
 #define REBUILD FT_LAUNCH_RUN_REBUILD
 #define RESTORE FT_LAUNCH_RUN_RESTORE

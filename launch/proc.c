@@ -1,12 +1,12 @@
 /*
- * The process helpers of launch/run.h.  The bounded process waits for its
+ * The process helpers of launch/proc.h.  The bounded process waits for its
  * try and for the signals it passes on with sigtimedwait: SIGCHLD and those
  * signals stay blocked in it (from before the fork, so that none is lost
  * in between), and the try gets an empty mask before it runs the program.
  * Every fork of the caller's blocks every signal around it, so that no
  * handler of the caller's ever runs in the child.
  */
-#include "launch/run.h"
+#include "launch/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +26,7 @@
 
 /* ---- finding programs ---- */
 
-const char *ft__run_getenv(char *const *envp, const char *name) {
+const char *ft__proc_getenv(char *const *envp, const char *name) {
   size_t n = strlen(name);
   for (; envp && *envp; envp++)
     if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
@@ -40,13 +40,13 @@ static int executable(const char *path) {
          faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
 }
 
-int ft__run_find(char *const *envp, const char *word, ft__text_t *path) {
+int ft__proc_find(char *const *envp, const char *word, ft__text_t *path) {
   if (!*word)
     return 0;
   ft__text_clear(path);
   if (strchr(word, '/'))
     return ft__text_add(path, word) == FT_OK ? 1 : FT_ENOMEM;
-  const char *dirs = ft__run_getenv(envp, "PATH");
+  const char *dirs = ft__proc_getenv(envp, "PATH");
   if (!dirs)
     dirs = "/bin:/usr/bin";
   for (;;) {
@@ -104,7 +104,7 @@ static void close_all_but(int keep) {
   }
 }
 
-pid_t ft__run_fork(void) {
+pid_t ft__proc_fork(void) {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
@@ -116,7 +116,7 @@ pid_t ft__run_fork(void) {
   return pid;
 }
 
-void ft__run_child_init(int keep) {
+void ft__proc_child_init(int keep) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -131,9 +131,9 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t ft__run_now_ms(void) { return now_ns() / 1000000u; }
+uint64_t ft__proc_now_ms(void) { return now_ns() / 1000000u; }
 
-void ft__run_sleep_ms(uint64_t ms) {
+void ft__proc_sleep_ms(uint64_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
     ;
@@ -252,11 +252,11 @@ static int one_try(const char *path, char *const *argv, char *const *envp,
   return bash_status(st);
 }
 
-pid_t ft__run_bounded(const char *path, char *const *argv, char *const *envp,
+pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
                       double timeout_s, int tries) {
   sigset_t set;
   bounded_set(&set);
-  pid_t pid = ft__run_fork();
+  pid_t pid = ft__proc_fork();
   if (pid != 0)
     return pid < 0 ? -1 : pid;
   sigprocmask(SIG_SETMASK, &set, NULL);
@@ -284,7 +284,7 @@ pid_t ft__run_bounded(const char *path, char *const *argv, char *const *envp,
   _exit(rc);
 }
 
-int ft__run_wait(pid_t pid) {
+int ft__proc_wait(pid_t pid) {
   int st;
   for (;;) {
     pid_t r = waitpid(pid, &st, 0);
@@ -297,7 +297,7 @@ int ft__run_wait(pid_t pid) {
 
 /* ---- who is there ---- */
 
-int ft__run_alive(pid_t pid) {
+int ft__proc_alive(pid_t pid) {
   if (pid <= 0)
     return 0;
   siginfo_t si;
@@ -326,7 +326,7 @@ static int stat_of(const char *pid, char *state, long *pgrp) {
   return p && sscanf(p + 1, " %c %ld %ld", state, &ppid, pgrp) == 3;
 }
 
-int ft__run_group_alive(pid_t pgid) {
+int ft__proc_group_alive(pid_t pgid) {
   if (pgid <= 0 || kill(-pgid, 0) != 0)
     return 0;
   DIR *d = opendir("/proc");
@@ -347,7 +347,7 @@ int ft__run_group_alive(pid_t pgid) {
 
 /* ---- output ---- */
 
-int ft__run_write_all(int fd, const char *s, size_t n) {
+int ft__proc_write_all(int fd, const char *s, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, s, n);
     if (w < 0 && errno == EINTR)
@@ -360,7 +360,7 @@ int ft__run_write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
-void ft__run_say(const char *fmt, ...) {
+void ft__proc_say(const char *fmt, ...) {
   ft__text_t t = FT__TEXT_INIT;
   va_list ap;
   va_start(ap, fmt);
@@ -371,6 +371,6 @@ void ft__run_say(const char *fmt, ...) {
   if (rc == FT_OK)
     rc = ft__text_add(&t, "\n");
   if (rc == FT_OK)
-    ft__run_write_all(2, t.s, t.len);
+    ft__proc_write_all(2, t.s, t.len);
   ft__text_free(&t);
 }
