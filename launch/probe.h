@@ -8,7 +8,8 @@
  * later, as timeout -k 2 T does).  This host (localhost, 127.*, ::1, its
  * names) is never asked.  Blocking: it returns once every host has
  * answered or failed.  The probes' output goes nowhere; their input is
- * /dev/null.
+ * /dev/null.  Each host's tries are a child process of the caller's,
+ * waited for by its pid (launch/proc.h).
  */
 #ifndef FT_LAUNCH_PROBE_H
 #define FT_LAUNCH_PROBE_H
@@ -35,8 +36,16 @@ typedef struct ft__probe {
 int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts,
                           int n, int tries, ft__words_t *bad);
 /* How the hosts were asked, for messages: "ping from the head", "'ssh -o
- * BatchMode=yes HOST true' failed once", "... failed 3 times". */
+ * BatchMode=yes HOST true' failed once", "... failed 3 times"; appended
+ * to out. */
 int ft__probe_words(const ft__probe_t *p, int tries, ft__text_t *out);
+/* The cluster's "CLUSTER_CMD ping --name C [--wait W] HOST..." (wait 0:
+ * no --wait, ft-cluster's 3 s): those of hosts[0..n) it prints, in their
+ * order, appended to bad.  ft__probe_unreachable's ping (--wait 1), and
+ * the watchdog's every second once its watch has ended (none).  FT_OK,
+ * FT_ENOMEM, FT_EIO (the program could not be run). */
+int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
+                           int n, int wait, ft__words_t *bad);
 /* 1 when host is this host (nothing to probe). */
 int ft__probe_is_this_host(const char *host);
 

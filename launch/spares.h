@@ -37,7 +37,8 @@ typedef struct ft__spares {
 } ft__spares_t;
 
 /* Start preparing hosts[0..n) for slots of bytes bytes, in the
- * background.  FT_OK, FT_EIO (nothing started). */
+ * background: its pid is added to s->groups, and only ft__spares_clear
+ * waits for it.  FT_OK, FT_EIO or FT_ENOMEM (nothing started). */
 int ft__spares_prepare(ft__spares_t *s, const char *const *hosts, int n,
                        uint64_t bytes);
 /* End every preparation, remove what was prepared; frees s->groups. */

@@ -43,6 +43,12 @@ int ft__watchdog_start(const ft__watchdog_t *w, pid_t *pid);
 /* End it and every process of its group; wait for it. */
 void ft__watchdog_stop(pid_t pid);
 
+/* end_mpirun: TERM, then KILL after 2 s (mpirun may wait on a dead orted),
+ * asked every 0.1 s whether it is gone; what the verdict does, and what an
+ * interrupted launch does to its mpirun.  pid: a child of the caller or
+ * not (an ended child of the caller, not yet waited for, is gone). */
+void ft__watchdog_end_mpirun(pid_t pid);
+
 /* The decision: of hosts[0..n), with silent_ms[i] how long host i has not
  * answered (0: it answers), the first whose silence exceeds limit_ms, or
  * -1. */

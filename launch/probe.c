@@ -1,0 +1,178 @@
+/*
+ * The probes of launch/probe.h.  On a hostfile or in Slurm, each host is
+ * probed by a bounded process of its own (proc.h: probe_host's tries, each
+ * as "timeout -k 2 T" runs it), all of them started before any is waited
+ * for, then waited for in the order of the hosts, as unreachable's
+ * "probe_host H &" and "wait" did.  Every command line is made before the
+ * first fork.  On the cluster, ft-cluster's ping answers for all hosts at
+ * once.
+ */
+#include "launch/probe.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "ftrt.h"
+#include "launch/command.h"
+#include "launch/proc.h"
+
+/* ---- this host ---- */
+
+/* What is_this_host compares with: $(hostname), $(hostname -s) (it cut at
+ * the first dot) and $(hostname -f) (the canonical name the resolver
+ * gives), each "" when unknown. */
+typedef struct this_names {
+  char name[256], short_name[256], full[256];
+} this_names_t;
+
+static void this_names(this_names_t *t) {
+  memset(t, 0, sizeof(*t));
+  if (gethostname(t->name, sizeof(t->name) - 1) != 0)
+    t->name[0] = '\0';
+  strcpy(t->short_name, t->name);
+  t->short_name[strcspn(t->short_name, ".")] = '\0';
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_flags = AI_CANONNAME;
+  if (t->name[0] && getaddrinfo(t->name, NULL, &hints, &res) == 0) {
+    if (res && res->ai_canonname)
+      snprintf(t->full, sizeof(t->full), "%s", res->ai_canonname);
+    freeaddrinfo(res);
+  }
+}
+
+static int is_this(const this_names_t *t, const char *host) {
+  if (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+      strcmp(host, "::1") == 0)
+    return 1;
+  return strcmp(host, t->name) == 0 || strcmp(host, t->short_name) == 0 ||
+         strcmp(host, t->full) == 0;
+}
+
+int ft__probe_is_this_host(const char *host) {
+  if (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+      strcmp(host, "::1") == 0)
+    return 1;
+  this_names_t t;
+  this_names(&t);
+  return is_this(&t, host);
+}
+
+/* ---- the cluster: ping from the head ---- */
+
+int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
+                           int n, int wait, ft__words_t *bad) {
+  if (n <= 0)
+    return FT_OK;
+  ft__text_t prog = FT__TEXT_INIT, out = FT__TEXT_INIT;
+  ft__words_t argv = FT__WORDS_INIT, lines = FT__WORDS_INIT;
+  int found = p->cluster_cmd ? ft__proc_find(p->envp, p->cluster_cmd, &prog) : 0;
+  int rc = found < 0 ? FT_ENOMEM : found == 0 ? FT_EIO : FT_OK;
+  if (rc == FT_OK &&
+      (ft__words_add(&argv, prog.s) != FT_OK ||
+       ft__words_add(&argv, "ping") != FT_OK ||
+       ft__words_add(&argv, "--name") != FT_OK ||
+       ft__words_add(&argv, p->cluster) != FT_OK ||
+       (wait > 0 && (ft__words_add(&argv, "--wait") != FT_OK ||
+                     ft__words_addf(&argv, "%d", wait) != FT_OK)) ||
+       ft__words_addv(&argv, hosts, n) != FT_OK))
+    rc = FT_ENOMEM;
+  int status = 0;
+  if (rc == FT_OK)
+    rc = ft__command_output(argv.v, p->envp, 0, &out, &status);
+  /* A program that could not be started is ended with 127 by
+   * ft__command_output and says nothing. */
+  if (rc == FT_OK && status == 127 && out.len == 0)
+    rc = FT_EIO;
+  for (const char *s = ft__text_str(&out); rc == FT_OK && *s;) {
+    size_t len = strcspn(s, "\n");
+    rc = ft__words_addn(&lines, s, len);
+    s += len + (s[len] == '\n');
+  }
+  for (int i = 0; rc == FT_OK && i < n; i++)
+    if (ft__words_find(&lines, hosts[i]) >= 0)
+      rc = ft__words_add(bad, hosts[i]);
+  ft__words_free(&lines);
+  ft__words_free(&argv);
+  ft__text_free(&out);
+  ft__text_free(&prog);
+  return rc;
+}
+
+/* ---- a hostfile's or Slurm's hosts: the probe ---- */
+
+typedef struct one {
+  ft__words_t argv;
+  ft__text_t prog;
+  int here;  /* this host: not probed */
+  int found; /* prog names the program */
+  pid_t pid;
+} one_t;
+
+static int prepare(const ft__probe_t *p, const this_names_t *t,
+                   const char *host, one_t *o) {
+  if ((o->here = is_this(t, host)))
+    return FT_OK;
+  if (p->be->probe_cmd(p->words, p->nwords, host, &o->argv) != FT_OK)
+    return FT_ENOMEM;
+  o->found = o->argv.n > 0 ? ft__proc_find(p->envp, o->argv.v[0], &o->prog) : 0;
+  return o->found < 0 ? FT_ENOMEM : FT_OK;
+}
+
+int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
+                          int tries, ft__words_t *bad) {
+  if (n <= 0)
+    return FT_OK;
+  if (p->cluster && *p->cluster)
+    return ft__probe_cluster_ping(p, hosts, n, 1, bad);
+  if (tries <= 0)
+    tries = p->tries > 0 ? p->tries : 1;
+  one_t *o = ft__calloc((size_t)n, sizeof(*o));
+  if (!o)
+    return FT_ENOMEM;
+  this_names_t t;
+  this_names(&t);
+  int rc = FT_OK;
+  for (int i = 0; i < n; i++)
+    o[i].pid = -1;
+  for (int i = 0; rc == FT_OK && i < n; i++)
+    rc = prepare(p, &t, hosts[i], &o[i]);
+  for (int i = 0; rc == FT_OK && i < n; i++)
+    if (!o[i].here)
+      o[i].pid = ft__proc_bounded(o[i].found ? o[i].prog.s : NULL, o[i].argv.v,
+                                 p->envp, p->timeout_s, tries);
+  /* Every process started is waited for, whatever else failed. */
+  for (int i = 0; i < n; i++) {
+    int lost = !o[i].here && (o[i].pid < 0 || ft__proc_wait(o[i].pid) != 0);
+    if (rc == FT_OK && lost)
+      rc = ft__words_add(bad, hosts[i]);
+    ft__words_free(&o[i].argv);
+    ft__text_free(&o[i].prog);
+  }
+  ft__free(o);
+  return rc;
+}
+
+int ft__probe_words(const ft__probe_t *p, int tries, ft__text_t *out) {
+  if (p->cluster && *p->cluster)
+    return ft__text_add(out, "ping from the head");
+  if (tries <= 0)
+    tries = p->tries;
+  size_t had = out->len;
+  int rc = ft__text_add(out, "'");
+  if (rc == FT_OK)
+    rc = ft__text_join(out, p->words, p->nwords, " ");
+  if (rc == FT_OK)
+    rc = tries == 1 ? ft__text_add(out, " HOST true' failed once")
+                    : ft__text_addf(out, " HOST true' failed %d times", tries);
+  if (rc != FT_OK && out->s) {
+    out->len = had;
+    out->s[had] = '\0';
+  }
+  return rc;
+}

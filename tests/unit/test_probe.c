@@ -1,0 +1,217 @@
+/*
+ * The probes (launch/probe.h) with real processes: the probe is a shell
+ * whose answer depends on the host it is given (probe_cmd makes it
+ * "sh -c CODE HOST true": $0 is the host), and which writes each try into
+ * the test's directory.  The hosts lost and their order, the tries and
+ * their retries, a hanging probe ended at the timeout (by TERM, or by KILL
+ * 2 s later when it ignores TERM), this host never asked, a probe that
+ * cannot be started; the cluster's ping from a fake ft-cluster; the words
+ * of the messages.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+#include "launch/probe.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/procs.h"
+#include "tests/unit/tmpdir.h"
+
+static char *const ENVP[] = {"PATH=/usr/bin:/bin", NULL};
+
+static char code[2048], tries_file[256];
+static const char *words[3];
+
+/* The probe: up* answer, slow* hang until TERM, stubborn* hang ignoring
+ * TERM, flaky* fail their first try only, the others fail; every try is
+ * a line of the tries file, a hanging one's pid in pid.HOST. */
+static ft__probe_t probe_of(int tries, double timeout_s, const char *timeout) {
+  path_of(tries_file, sizeof(tries_file), "tries");
+  snprintf(code, sizeof(code),
+           "d=%s; echo \"$0\" >>$d/tries; case $0 in "
+           "up*) exit 0;; "
+           "slow*) echo $$ >$d/pid.$0; exec sleep 30;; "
+           "stubborn*) trap '' TERM; echo $$ >$d/pid.$0; exec sleep 30;; "
+           "flaky*) [ -e $d/flaky ] && exit 0; : >$d/flaky;; "
+           "esac; exit 1",
+           dir);
+  words[0] = "/bin/sh";
+  words[1] = "-c";
+  words[2] = code;
+  ft__probe_t p = {.words = words,
+                   .nwords = 3,
+                   .tries = tries,
+                   .timeout_s = timeout_s,
+                   .timeout = timeout,
+                   .be = &ft__launcher_ompi4,
+                   .envp = ENVP};
+  return p;
+}
+
+static void lost_are(const ft__probe_t *p, const char *const *hosts, int n,
+                     int tries, const char *want) {
+  ft__words_t bad = FT__WORDS_INIT;
+  ck_assert_int_eq(ft__probe_unreachable(p, hosts, n, tries, &bad), FT_OK);
+  procs_words_are(&bad, want);
+  ft__words_free(&bad);
+}
+
+static pid_t pid_in(const char *name) {
+  char path[256];
+  path_of(path, sizeof(path), name);
+  return (pid_t)atol(procs_slurp(path));
+}
+
+/* ---- the probe ---- */
+
+/* The lost hosts in the order of hosts, each host asked once a try. */
+START_TEST(lost_in_order) {
+  ft__probe_t p = probe_of(1, 10, "10");
+  const char *const hosts[] = {"down2", "up1", "down1", "up2"};
+  lost_are(&p, hosts, 4, 0, "down2 down1");
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(procs_count(tries_file, hosts[i]), 1);
+  lost_are(&p, hosts, 0, 0, "");
+}
+END_TEST
+
+/* FT_PROBE_TRIES tries for a failing host, one for a live one, two for a
+ * host that fails once; tries given to the call instead of p's. */
+START_TEST(retries) {
+  ft__probe_t p = probe_of(3, 10, "10");
+  const char *const hosts[] = {"down1", "up1", "flaky1"};
+  lost_are(&p, hosts, 3, 0, "down1");
+  ck_assert_int_eq(procs_count(tries_file, "down1"), 3);
+  ck_assert_int_eq(procs_count(tries_file, "up1"), 1);
+  ck_assert_int_eq(procs_count(tries_file, "flaky1"), 2);
+  lost_are(&p, hosts, 1, 1, "down1"); /* named back: asked once */
+  ck_assert_int_eq(procs_count(tries_file, "down1"), 4);
+}
+END_TEST
+
+/* A probe that hangs is ended at the timeout (TERM), one that ignores TERM
+ * 2 s later (KILL); both hosts are lost, the live one is not, and the
+ * call returns with neither probe left. */
+START_TEST(hanging_probe_ended) {
+  ft__probe_t p = probe_of(1, 1, "1");
+  const char *const hosts[] = {"slow1", "up1", "stubborn1"};
+  lost_are(&p, hosts, 3, 0, "slow1 stubborn1");
+  ck_assert(procs_gone(pid_in("pid.slow1")));
+  ck_assert(procs_gone(pid_in("pid.stubborn1")));
+}
+END_TEST
+
+/* localhost, 127.*, ::1 and this host's names are never asked. */
+START_TEST(this_host_not_asked) {
+  char name[256] = "", short_name[256];
+  ck_assert_int_eq(gethostname(name, sizeof(name) - 1), 0);
+  snprintf(short_name, sizeof(short_name), "%s", name);
+  short_name[strcspn(short_name, ".")] = '\0';
+  ft__probe_t p = probe_of(1, 10, "10");
+  const char *const hosts[] = {"localhost", "127.0.0.2", "::1",
+                               name,        short_name,  "down1"};
+  lost_are(&p, hosts, 6, 0, "down1");
+  ck_assert_str_eq(procs_slurp(tries_file), "down1\n");
+  ck_assert(ft__probe_is_this_host("localhost"));
+  ck_assert(ft__probe_is_this_host("127.1.2.3"));
+  ck_assert(ft__probe_is_this_host("::1"));
+  ck_assert(ft__probe_is_this_host(name));
+  ck_assert(!ft__probe_is_this_host("down1"));
+  ck_assert(!ft__probe_is_this_host("128.0.0.1"));
+}
+END_TEST
+
+/* A probe whose program is not there fails every try: the host is lost. */
+START_TEST(probe_not_started) {
+  ft__probe_t p = probe_of(2, 10, "10");
+  const char *const gone[] = {"/nonexistent/probe"};
+  p.words = gone;
+  p.nwords = 1;
+  const char *const hosts[] = {"h1", "h2"};
+  lost_are(&p, hosts, 2, 0, "h1 h2");
+  const char *const bare[] = {"no-such-probe-program"};
+  p.words = bare;
+  lost_are(&p, hosts, 2, 1, "h1 h2");
+}
+END_TEST
+
+/* ---- the cluster ---- */
+
+/* "ft-cluster ping --name C --wait 1 HOST...", found on PATH; its lines
+ * (here in reverse order, with a name that is no host) give the lost
+ * hosts in the order of hosts.  A missing ft-cluster is FT_EIO. */
+START_TEST(cluster_ping) {
+  char prog[256], body[1024], args[256], path[300];
+  path_of(args, sizeof(args), "args");
+  snprintf(body, sizeof(body),
+           "echo \"$*\" >%s; out=other; for h; do case $h in down*) "
+           "out=\"$h\n$out\";; esac; done; printf '%%s\\n' \"$out\"; exit 1",
+           args);
+  procs_script(prog, sizeof(prog), "ft-cluster", body);
+  snprintf(path, sizeof(path), "PATH=%s:/usr/bin:/bin", dir);
+  char *const envp[] = {path, NULL};
+  ft__probe_t p = probe_of(3, 10, "10");
+  p.cluster = "c1";
+  p.cluster_cmd = "ft-cluster";
+  p.envp = envp;
+  const char *const hosts[] = {"down2", "up1", "down1", "localhost"};
+  lost_are(&p, hosts, 4, 0, "down2 down1");
+  ck_assert_str_eq(procs_slurp(args),
+                   "ping --name c1 --wait 1 down2 up1 down1 localhost\n");
+  ck_assert_int_eq(procs_count(tries_file, "down2"), 0);
+  ft__words_t bad = FT__WORDS_INIT;
+  ck_assert_int_eq(ft__probe_cluster_ping(&p, hosts, 2, 0, &bad), FT_OK);
+  procs_words_are(&bad, "down2");
+  ck_assert_str_eq(procs_slurp(args), "ping --name c1 down2 up1\n");
+  p.cluster_cmd = "no-such-ft-cluster";
+  ck_assert_int_eq(ft__probe_unreachable(&p, hosts, 4, 0, &bad), FT_EIO);
+  procs_words_are(&bad, "down2");
+  ft__words_free(&bad);
+}
+END_TEST
+
+/* ---- the messages ---- */
+
+START_TEST(probe_words) {
+  static const char *const ssh[] = {"ssh", "-o", "BatchMode=yes"};
+  ft__probe_t p = {.words = ssh, .nwords = 3, .tries = 3};
+  ft__text_t t = FT__TEXT_INIT;
+  ck_assert_int_eq(ft__probe_words(&p, 0, &t), FT_OK);
+  ck_assert_str_eq(ft__text_str(&t),
+                   "'ssh -o BatchMode=yes HOST true' failed 3 times");
+  ft__text_clear(&t);
+  ck_assert_int_eq(ft__probe_words(&p, 1, &t), FT_OK);
+  ck_assert_str_eq(ft__text_str(&t),
+                   "'ssh -o BatchMode=yes HOST true' failed once");
+  ft__text_clear(&t);
+  p.tries = 1;
+  ck_assert_int_eq(ft__probe_words(&p, 0, &t), FT_OK);
+  ck_assert_str_eq(ft__text_str(&t),
+                   "'ssh -o BatchMode=yes HOST true' failed once");
+  ft__text_clear(&t);
+  p.cluster = "c1";
+  ck_assert_int_eq(ft__probe_words(&p, 0, &t), FT_OK);
+  ck_assert_str_eq(ft__text_str(&t), "ping from the head");
+  ft__text_free(&t);
+}
+END_TEST
+
+Suite *unit_suite(unit_prog_t *prog) {
+  Suite *s = tmpdir_suite(prog, "probe");
+  TCase *tc = tmpdir_tcase(s, "probe", 60);
+  tcase_add_test(tc, lost_in_order);
+  tcase_add_test(tc, retries);
+  tcase_add_test(tc, hanging_probe_ended);
+  tcase_add_test(tc, this_host_not_asked);
+  tcase_add_test(tc, probe_not_started);
+  tc = tmpdir_tcase(s, "cluster", 60);
+  tcase_add_test(tc, cluster_ping);
+  tc = tcase_create("messages");
+  tcase_add_test(tc, probe_words);
+  suite_add_tcase(s, tc);
+  return s;
+}
