@@ -92,14 +92,14 @@ typedef struct wd {
   int cluster;
 } wd_t;
 
-/* watchdog_ends: say the verdict, name the host, end mpirun. */
-static void verdict(const wd_t *d, const char *host, const ft__text_t *msg) {
-  ft__proc_say("%s", ft__text_str(msg));
+/* The verdict, for the launch to act on (machine.h's UNREACHABLE: the
+ * machine says it and ends mpirun): "HOST SILENT_MS PING_WAIT\n". */
+static void verdict(const wd_t *d, int j, int ping_wait) {
   ft__text_t line = FT__TEXT_INIT;
-  if (ft__text_addf(&line, "%s\n", host) == FT_OK)
+  if (ft__text_addf(&line, "%s %llu %d\n", d->hosts[j],
+                    (unsigned long long)d->silent[j], ping_wait) == FT_OK)
     ft__proc_write_all(d->w->verdict_fd, line.s, line.len);
   ft__text_free(&line);
-  ft__watchdog_end_mpirun(d->w->mpirun);
 }
 
 static int alive(const wd_t *d) { return ft__proc_alive(d->w->mpirun); }
@@ -212,11 +212,11 @@ static int read_watch(int fd, ft__text_t *cut, ft__words_t *lines) {
  * end (or not start) before mpirun. */
 static int watch_cluster(wd_t *d) {
   uint64_t limit_ms = d->limit_ms;
-  const char *why = "";
-  /* As before: a host is judged only once a ping has waited 3 s for it. */
+  int ping_wait = 0;
+  /* A host is judged only once a ping has waited 3 s for it. */
   if (limit_ms < 3000) {
     limit_ms = 3000;
-    why = ", a ping waits 3 s";
+    ping_wait = 1;
   }
   int fd = -1, rc = 0, started = 0;
   pid_t pid = start_watch(d, &fd);
@@ -254,15 +254,7 @@ static int watch_cluster(wd_t *d) {
       continue;
     if (!alive(d))
       break;
-    ft__text_t msg = FT__TEXT_INIT;
-    ft__text_addf(&msg,
-                  "host %s unreachable for %llu s (timeout %s s%s): "
-                  "ending the job",
-                  d->hosts[j],
-                  (unsigned long long)((d->silent[j] + 999) / 1000),
-                  d->p->timeout, why);
-    verdict(d, d->hosts[j], &msg);
-    ft__text_free(&msg);
+    verdict(d, j, ping_wait);
     break;
   }
   ft__words_free(&lines);
@@ -323,23 +315,7 @@ static void rounds(wd_t *d) {
     }
     int j = ft__watchdog_judge(d->silent, d->n, d->limit_ms);
     if (j >= 0) {
-      unsigned long long s = (d->silent[j] + 999) / 1000;
-      ft__text_t msg = FT__TEXT_INIT, words = FT__TEXT_INIT;
-      if (d->cluster) {
-        ft__text_addf(&msg,
-                      "host %s unreachable for %llu s (timeout %s s): "
-                      "ending the job",
-                      d->hosts[j], s, d->p->timeout);
-      } else {
-        ft__probe_words(d->p, 0, &words);
-        ft__text_addf(&msg,
-                      "host %s cannot run a command for %llu s (%s; "
-                      "timeout %s s): ending the job",
-                      d->hosts[j], s, ft__text_str(&words), d->p->timeout);
-      }
-      verdict(d, d->hosts[j], &msg);
-      ft__text_free(&msg);
-      ft__text_free(&words);
+      verdict(d, j, 0);
       break;
     }
     now = ft__proc_now_ms();
