@@ -295,6 +295,7 @@ static void prepare_spares(drv_t *d, uint64_t bytes) {
     return;
   const char *h[FT_LAUNCH_HOSTS_MAX];
   int n = ft__launch_candidates(d->m, h, FT_LAUNCH_HOSTS_MAX);
+  d->probe.envp = d->c->env->kv.v;
   if (n > 0)
     ft__spares_prepare(&d->spares, h, n, bytes);
 }
@@ -601,6 +602,7 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
                                    : d->probe.words[0],
                                "srun") != 0)) {
     int v[2];
+    d->probe.envp = d->c->env->kv.v;
     if (pipe2(v, O_CLOEXEC) == 0) {
       ft__watchdog_t w = {.mpirun = d->mpirun,
                           .hosts = a->hosts,
@@ -665,6 +667,7 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
 static int run_probe(drv_t *d, const ft__launch_action_t *a) {
   ft__words_t bad = FT__WORDS_INIT;
   unsigned long long t0 = wall_ms();
+  d->probe.envp = d->c->env->kv.v;
   ft__probe_unreachable(&d->probe, a->hosts, a->nhosts, a->tries, &bad);
   /* The recovery's time in probes: what the supervisor's own part of it
    * leaves out (ft-bench's downtime table). */
@@ -717,9 +720,11 @@ static void mpirun_said(drv_t *d) {
   while (*s) {
     const char *e = strchr(s, '\n');
     size_t n = e ? (size_t)(e - s) : strlen(s);
-    if (n && s[0] != '[' && strncmp(s, "Primary job", 11) != 0 &&
-        strncmp(s, "mpirun detected that one or more processes exited",
-                50) != 0) {
+    static const char primary[] = "Primary job",
+                      exited[] = "mpirun detected that one or more "
+                                 "processes exited";
+    if (n && s[0] != '[' && strncmp(s, primary, sizeof(primary) - 1) != 0 &&
+        strncmp(s, exited, sizeof(exited) - 1) != 0) {
       /* up to the first '.' or ':' that ends the text or a blank follows */
       size_t end = n;
       for (size_t i = 0; i < n; i++)
@@ -878,6 +883,8 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                           .timeout_s = timeout_s,
                           .timeout = a->timeout,
                           .be = ctx->be,
+                          /* the environment's array moves as it grows:
+                           * taken anew before each use */
                           .envp = ctx->env->kv.v};
   if (d.probe.tries < 1)
     d.probe.tries = 1;
@@ -899,6 +906,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
       rc = ft__launch_exit_code(d.m) >= 0 ? ft__launch_exit_code(d.m)
                                           : FT_LAUNCH_EXIT_FAIL;
   }
+  d.probe.envp = ctx->env->kv.v;
   ft__spares_clear(&d.spares);
   ft__launch_destroy(d.m);
   ft__stamps_free(&d.ts);

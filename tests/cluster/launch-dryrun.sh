@@ -1,62 +1,77 @@
 #!/usr/bin/env bash
-# ft-launch-c (launch/ft-launch.c) against scripts/ft-launch: the same
-# command lines and environments given to both, their stdout, stderr and
-# exit codes compared byte for byte.  The cases: this host (--nodes, --ppn,
-# --one-per-node, --ec and FT_EC_K/M, --persist, --times, the FT_*
+# ft-launch's plan and refusals, before anything of a job starts: the same
+# command lines and environments as users give them, and its stdout,
+# stderr and exit code compared byte for byte with what is expected
+# (tests/cluster/launch-dryrun.expected).  The cases: this host (--nodes,
+# --ppn, --one-per-node, --ec and FT_EC_K/M, --persist, --times, the FT_*
 # variables passed on, printf %q of odd words), a hostfile (spare and
-# domain= lines, --spares, the probe: --probe, FT_PROBE, the rsh agent),
-# a Slurm allocation (SLURM_JOB_NODELIST through ft-nodelist), every usage
+# domain= lines, --spares, the probe: --probe, FT_PROBE, the rsh agent), a
+# Slurm allocation (SLURM_JOB_NODELIST through ft-nodelist), every usage
 # error, and an ft-cluster of the test's own (its spares, an unreachable
 # host left out, OMPI_MCA_btl, the yield rule), which needs root: without
-# it those cases are skipped, and said so.  The temporary directory's name
-# (mktemp) is the one difference allowed.  Both programs run from one
-# directory holding copies of the scripts, so that each finds ft-cluster,
-# ft-rsh and ft-nodelist at the same place.
+# it those cases are skipped, and said so.  Each case runs on one CPU
+# (the yield rule counts them) from one directory holding ft-launch and
+# copies of the scripts; the test's own paths and names are written
+# @WORK@, @CL@ and @PID@ in the expected file, the temporary directory
+# ft-launch.XXXXXX.  FTRT_RECORD=PROGRAM writes the expected file anew from
+# PROGRAM's answers instead (a change of ft-launch's words: the diff of
+# the file shows it whole).
 # shellcheck source=tests/cluster/common.sh
 . "$(dirname "$0")/common.sh"
 
 C_LAUNCH=$BLD/ft-launch
 [ -x "$C_LAUNCH" ] || fail "$C_LAUNCH is not built (make builds it)"
+EXPECTED=$SRC/tests/cluster/launch-dryrun.expected
+RECORD=${FTRT_RECORD:-}
+command -v taskset >/dev/null || skip "taskset missing (util-linux)"
 D=$WORK/bin
 mkdir -p "$D" "$WORK/tmp" "$WORK/case" "$WORK/agents"
-cp "$SRC/scripts/ft-launch" "$SRC/scripts/ft-cluster" "$SRC/scripts/ft-rsh" \
-  "$SRC/scripts/ft-nodelist" "$C_LAUNCH" "$D/ft-launch-c" || fail "cannot copy the programs"
+cp "$SRC/scripts/ft-cluster" "$SRC/scripts/ft-rsh" \
+  "$SRC/scripts/ft-nodelist" "$C_LAUNCH" "$D/" || fail "cannot copy the programs"
+[ -z "$RECORD" ] || cp "$RECORD" "$D/ft-launch-record" || fail "cannot copy $RECORD"
 # An agent of ours on PATH, so that "first found on PATH" has one answer.
 printf '#!/bin/sh\nexit 0\n' >"$WORK/agents/myrsh"
 chmod +x "$WORK/agents/myrsh"
 CASE_PATH=$WORK/agents:$PATH
 CASES=0 DIFFS=0
+: >"$WORK/got"
 
-# run_as PROG OUT VAR=VALUE... -- ARGS...: PROG ARGS in a clean environment
-# (PATH, TMPDIR, LANG and the given variables), in $WORK/case.
+# run_as PROG VAR=VALUE... -- ARGS...: PROG ARGS in a clean environment
+# (PATH, TMPDIR, LANG and the given variables), in $WORK/case, on one CPU;
+# its answer, as the expected file holds it, appended to $WORK/got.
 run_as() {
-  local prog=$1 out=$2 vars=()
-  shift 2
+  local prog=$1 vars=() out=$WORK/run
+  shift
   while [ "$1" != -- ]; do vars+=("$1"); shift; done
   shift
   (cd "$WORK/case" && env -i PATH="$CASE_PATH" TMPDIR="$WORK/tmp" \
-    LANG="${LANG:-C.UTF-8}" ${vars[@]+"${vars[@]}"} "$prog" "$@" \
+    LANG="${LANG:-C.UTF-8}" ${vars[@]+"${vars[@]}"} taskset -c 0 "$prog" "$@" \
     >"$out.out" 2>"$out.err" </dev/null)
-  echo $? >"$out.rc"
-  sed -i -E 's#/ft-launch\.[A-Za-z0-9]{6}#/ft-launch.XXXXXX#g' "$out.out" "$out.err"
+  echo "exit $?" >"$out.rc"
+  { cat "$out.rc"; echo "-- stdout"; cat "$out.out"; echo "-- stderr"; cat "$out.err"; } |
+    sed -E -e "s#$WORK#@WORK@#g" -e 's#/ft-launch\.[A-Za-z0-9]{6}#/ft-launch.XXXXXX#g' \
+      ${CL:+-e "s#$CL#@CL@#g"} -e "s#nolaunch$$#nolaunch@PID@#g"
 }
 
-# same NAME [VAR=VALUE...] -- ARGS...: both programs alike.
+# same NAME [VAR=VALUE...] -- ARGS...: ft-launch answers as expected.
 same() {
-  local name=$1 f
+  local name=$1 want
   shift
   CASES=$((CASES + 1))
-  run_as "$D/ft-launch" "$WORK/bash" "$@"
-  run_as "$D/ft-launch-c" "$WORK/c" "$@"
-  for f in rc out err; do
-    if ! cmp -s "$WORK/bash.$f" "$WORK/c.$f"; then
-      echo "DIFF in $name ($f): ${*}"
-      diff "$WORK/bash.$f" "$WORK/c.$f" | head -20
-      DIFFS=$((DIFFS + 1))
-      return 1
-    fi
-  done
-  printf 'same %s (exit %s)\n' "$name" "$(cat "$WORK/bash.rc")"
+  if [ -n "$RECORD" ]; then
+    { echo "== $name"; run_as "$D/ft-launch-record" "$@"; } >>"$WORK/got"
+    printf 'recorded %s\n' "$name"
+    return 0
+  fi
+  run_as "$D/ft-launch" "$@" >"$WORK/case.got"
+  want=$(awk -v n="== $name" '$0 == n { on = 1; next } on && /^== / { exit } on' "$EXPECTED")
+  if [ "$want" != "$(cat "$WORK/case.got")" ]; then
+    echo "DIFF in $name: ${*}"
+    diff <(printf '%s\n' "$want") "$WORK/case.got" | head -20
+    DIFFS=$((DIFFS + 1))
+    return 1
+  fi
+  printf 'same %s (%s)\n' "$name" "$(head -n 1 "$WORK/case.got")"
 }
 
 # ---- this host -----------------------------------------------------------------
@@ -200,5 +215,10 @@ printf '#!/bin/sh\n' >"$D/ft-python"
 chmod +x "$D/ft-python"
 same python-here -- --dry-run -- python3 train.py
 
-[ "$DIFFS" -eq 0 ] || fail "$DIFFS of $CASES cases differ between scripts/ft-launch and ft-launch-c"
-ok "$CASES cases: ft-launch-c prints, says and exits as scripts/ft-launch"
+if [ -n "$RECORD" ]; then
+  cp "$WORK/got" "$EXPECTED" || fail "cannot write $EXPECTED"
+  ok "$CASES cases recorded into $EXPECTED from $RECORD"
+  exit 0
+fi
+[ "$DIFFS" -eq 0 ] || fail "$DIFFS of $CASES cases differ from $EXPECTED"
+ok "$CASES cases: ft-launch prints, says and exits as expected"
