@@ -7,6 +7,11 @@
  * started.  The awk's table T is an ft__stamps_t, whose keys keep the order
  * they were first set in where the awk's `for (k in T)` had none.
  *
+ * The rules the awk did not have: the crash reports of Open MPI's signal
+ * handler (opal/util/stacktrace.c; read before the notices), mpirun's
+ * one-liners (ess_hnp's clean_abort, help-orterun.txt; after them), and
+ * the failing attempt, whose program lines are LATE.
+ *
  * A line is bytes and a length: mawk keeps a NUL byte as any other, and
  * so do the outputs here (the kept texts have a blank in its place, so
  * that they read to their end as strings).  Bytes wait in a line of their
@@ -53,6 +58,18 @@ typedef struct {
   uint64_t bytes;
 } rec_t;
 
+/* A crash report of Open MPI's signal handler under way: its lines, each
+ * after the prefix "[host:pid] " that starts them all. */
+typedef struct {
+  char *prefix; /* "[host:pid] " */
+  size_t plen;
+  ft__text_t text; /* the block as one line so far */
+  int said;        /* its summary shown, or counted in `more` */
+} block_t;
+
+/* Summaries of crash reports shown an attempt; the others are counted. */
+#define SIGNALS_MAX 4
+
 struct ft__filter {
   char *tag; /* "ftrt-times: ID " */
   size_t taglen;
@@ -67,7 +84,17 @@ struct ft__filter {
   ft__text_t arena;         /* the texts of the queue */
   rec_t *q;
   size_t qhead, qn, qcap;
-  ft__text_t tmp; /* a line of ft-launch's, while it is made */
+  ft__text_t tmp;   /* a line of ft-launch's, while it is made */
+  ft__text_t say;   /* a summary of ft-launch's, while it is made */
+  int failing;      /* the attempt is failing: program lines are held */
+  size_t late;      /* program lines held (LATE) since the last end */
+  int noticed;      /* a rank's signal told (once an attempt) */
+  int after_mpirun; /* the last line was mpirun's abort */
+  block_t *blocks;  /* the crash reports open, in the order they came */
+  size_t nblocks, capblocks;
+  unsigned signals; /* their summaries shown */
+  size_t more;      /* past SIGNALS_MAX, not told yet */
+  char *log;        /* where the caller keeps LATE, or NULL */
 };
 
 /* ---- the queue ---- */
@@ -143,11 +170,11 @@ static int is_dashes(const char *s, size_t n) {
   return n == DASHES_LEN && memcmp(s, DASHES, n) == 0;
 }
 
-/* The awk's /^\[[^] ]+:[0-9]+\] /, in a line without "***": "[host:pid] "
- * at the start, where host:pid is the run of bytes up to the first "]" or
- * blank, that "]" followed by a blank, and pid the digits that end the run
- * after a ":" that is not the run's first byte. */
-static int is_notice(const char *s, size_t n) {
+/* The awk's /^\[[^] ]+:[0-9]+\] /: "[host:pid] " at the start, where
+ * host:pid is the run of bytes up to the first "]" or blank, that "]"
+ * followed by a blank, and pid the digits that end the run after a ":"
+ * that is not the run's first byte.  Its length ("[host:pid] "), or 0. */
+static size_t notice_prefix(const char *s, size_t n) {
   if (n < 2 || s[0] != '[')
     return 0;
   size_t j = 1;
@@ -160,7 +187,17 @@ static int is_notice(const char *s, size_t n) {
     k--;
   if (k == j || k < 3 || s[k - 1] != ':')
     return 0;
-  return memmem(s, n, "***", 3) == NULL;
+  return j + 2;
+}
+
+/* A notice: the prefix, in a line without "***". */
+static int is_notice(const char *s, size_t n, size_t prefix) {
+  return prefix && memmem(s, n, "***", 3) == NULL;
+}
+
+static int starts(const char *s, size_t n, const char *lit) {
+  size_t l = strlen(lit);
+  return n >= l && memcmp(s, lit, l) == 0;
 }
 
 static int blank(char c) { return c == ' ' || c == '\t'; }
@@ -257,13 +294,37 @@ static int stamp_words(ft__filter_t *f, int kind, const char *p,
   return rc;
 }
 
+/* ---- the attempt failing ---- */
+
+/* ftrt's own lines and its tools': "ftrt[h1 r3 smp] error: ...", "ftrt:
+ * ...", "ft-restore: ...", "ft-train-example: ...". */
+static int own_line(const char *s, size_t n) {
+  return starts(s, n, "ftrt[") || starts(s, n, "ftrt:") || starts(s, n, "ft-");
+}
+
+/* A line of the program: shown; once the attempt is failing (and not one
+ * of ftrt's own), LATE instead, and with --verbose shown as well. */
+static int program(ft__filter_t *f, const char *s, size_t n) {
+  if (!f->failing || own_line(s, n))
+    return out(f, s, n);
+  if (queue(f, FT_FILTER_LATE, s, n, 1, 0) != FT_OK)
+    return FT_ENOMEM;
+  f->late++;
+  return f->verbose ? out(f, s, n) : FT_OK;
+}
+
+/* A line of ft-launch's own (f->say), shown. */
+static int say(ft__filter_t *f) {
+  return out(f, f->say.s ? f->say.s : "", f->say.len);
+}
+
 /* The awk's stamp_line: 1 when the line was one of ftrt-times (shown
  * before it what came before the tag), 0 when not, or FT_ENOMEM. */
 static int stamp_line(ft__filter_t *f, const char *s, size_t n) {
   const char *at = memmem(s, n, f->tag, f->taglen);
   if (!at)
     return 0;
-  if (at > s && out(f, s, (size_t)(at - s)) != FT_OK)
+  if (at > s && program(f, s, (size_t)(at - s)) != FT_OK)
     return FT_ENOMEM;
   const char *end = s + n, *p = at + f->taglen, *w, *v;
   size_t wn, klen, vlen;
@@ -341,11 +402,255 @@ static int banner(ft__filter_t *f) {
   return hide(f, ft__text_str(t), t->len);
 }
 
-/* One record of the awk: its rules in their order. */
+/* ---- mpirun's one-liners ---- */
+
+static const char MPIRUN[] = "mpirun: ", NOTICED[] = "mpirun noticed that ",
+                  ABORTING[] = "mpirun: abort is already in progress";
+
+/* The literal lit at *p (before end): 1 and *p past it. */
+static int lit(const char **p, const char *end, const char *lit) {
+  size_t l = strlen(lit);
+  if ((size_t)(end - *p) < l || memcmp(*p, lit, l) != 0)
+    return 0;
+  *p += l;
+  return 1;
+}
+
+/* A run at *p of digits (num) or of bytes up to a blank: its start and
+ * length, *p past it; 0 when empty. */
+static int run_of(const char **p, const char *end, int num, const char **r,
+                  size_t *rn) {
+  const char *q = *p;
+  while (q < end && (num ? *q >= '0' && *q <= '9' : !blank(*q)))
+    q++;
+  *r = *p;
+  *rn = (size_t)(q - *p);
+  *p = q;
+  return *rn > 0;
+}
+
+/* "mpirun noticed that process rank N with PID P on node H exited on
+ * signal S (NAME)." (help-orterun.txt, proc-aborted-strsignal; without
+ * " (NAME)", proc-aborted): once an attempt, its summary. */
+static int rank_signal(ft__filter_t *f, const char *s, size_t n) {
+  const char *p = s, *end = s + n, *rank, *pid, *host, *sig, *name = NULL;
+  size_t rn, pn, hn, sn, nn = 0;
+  if (!lit(&p, end, NOTICED) || !lit(&p, end, "process rank ") ||
+      !run_of(&p, end, 1, &rank, &rn) || !lit(&p, end, " with PID ") ||
+      !run_of(&p, end, 1, &pid, &pn) || !lit(&p, end, " on node ") ||
+      !run_of(&p, end, 0, &host, &hn) || !lit(&p, end, " exited on signal ") ||
+      !run_of(&p, end, 1, &sig, &sn))
+    return FT_OK;
+  if (lit(&p, end, " (")) {
+    const char *close = end;
+    while (close > p && close[-1] != ')')
+      close--;
+    if (close == p)
+      return FT_OK;
+    name = p;
+    nn = (size_t)(close - 1 - p);
+    p = close;
+  }
+  lit(&p, end, ".");
+  if (p != end || f->noticed)
+    return FT_OK;
+  f->noticed = 1;
+  if (f->verbose)
+    return FT_OK;
+  ft__text_clear(&f->say);
+  if (ft__text_add(&f->say, "ft-launch: mpirun: rank ") != FT_OK ||
+      ft__text_addn(&f->say, rank, rn) != FT_OK ||
+      ft__text_add(&f->say, " (pid ") != FT_OK ||
+      ft__text_addn(&f->say, pid, pn) != FT_OK ||
+      ft__text_add(&f->say, ") on ") != FT_OK ||
+      ft__text_addn(&f->say, host, hn) != FT_OK ||
+      ft__text_add(&f->say, " ended on signal ") != FT_OK ||
+      ft__text_addn(&f->say, sig, sn) != FT_OK ||
+      (name && (ft__text_add(&f->say, " (") != FT_OK ||
+                ft__text_addn(&f->say, name, nn) != FT_OK ||
+                ft__text_add(&f->say, ")") != FT_OK)))
+    return FT_ENOMEM;
+  return say(f);
+}
+
+/* One of mpirun's own lines that is no notice: "mpirun: ..." (its abort,
+ * a signal forwarded) or "mpirun noticed that ..." outside a banner.
+ * Hidden, not kept; the attempt is failing when it aborts or noticed a
+ * process gone. */
+static int mpirun_line(ft__filter_t *f, const char *s, size_t n) {
+  int rc = queue(f, FT_FILTER_HIDE, s, n, 0, 0);
+  if (f->verbose && out(f, s, n) != FT_OK)
+    rc = FT_ENOMEM;
+  if (starts(s, n, ABORTING) || starts(s, n, NOTICED))
+    f->failing = 1;
+  if (starts(s, n, NOTICED) && rank_signal(f, s, n) != FT_OK)
+    rc = FT_ENOMEM;
+  /* Its abort is followed by an empty line: that line is mpirun's too. */
+  f->after_mpirun = starts(s, n, ABORTING);
+  return rc;
+}
+
+/* A banner that says the attempt is failing: a daemon lost
+ * (help-errmgr-base.txt, node-died), a process gone (help-orterun.txt,
+ * proc-aborted*). */
+static int failing_banner(const char *s, size_t n) {
+  static const char *const says[] = {
+      "ORTE has lost communication with a remote daemon.",
+      "noticed that process rank ", "noticed that the job aborted"};
+  for (size_t i = 0; i < sizeof(says) / sizeof(*says); i++)
+    if (memmem(s, n, says[i], strlen(says[i])))
+      return 1;
+  return 0;
+}
+
+/* ---- crash reports ---- */
+
+static const char RECEIVED[] = "*** Process received signal ***",
+                  ENDED[] = "*** End of error message ***",
+                  SIGNAL[] = "Signal: ";
+
+static block_t *block_of(ft__filter_t *f, const char *s, size_t prefix) {
+  for (size_t i = 0; i < f->nblocks; i++)
+    if (f->blocks[i].plen == prefix &&
+        memcmp(f->blocks[i].prefix, s, prefix) == 0)
+      return &f->blocks[i];
+  return NULL;
+}
+
+/* The summary of block b: "ft-launch: process PID on HOST received signal
+ * S (NAME) (the rest: --verbose)", from its "Signal: NAME (S)" line (sig,
+ * NULL: none came); past SIGNALS_MAX, counted. */
+static int block_say(ft__filter_t *f, block_t *b, const char *sig, size_t sn) {
+  if (b->said)
+    return FT_OK;
+  b->said = 1;
+  if (f->verbose)
+    return FT_OK;
+  if (f->signals >= SIGNALS_MAX) {
+    f->more++;
+    return FT_OK;
+  }
+  f->signals++;
+  /* "[host:pid] ": the host up to the last ":", the pid without the
+   * zeros Open MPI pads it with (%05d). */
+  const char *host = b->prefix + 1, *colon = b->prefix + b->plen - 2;
+  while (colon[-1] != ':')
+    colon--;
+  const char *pid = colon, *pend = b->prefix + b->plen - 2;
+  while (pid + 1 < pend && *pid == '0')
+    pid++;
+  ft__text_t *t = &f->say;
+  ft__text_clear(t);
+  if (ft__text_add(t, "ft-launch: process ") != FT_OK ||
+      ft__text_addn(t, pid, (size_t)(pend - pid)) != FT_OK ||
+      ft__text_add(t, " on ") != FT_OK ||
+      ft__text_addn(t, host, (size_t)(colon - 1 - host)) != FT_OK ||
+      ft__text_add(t, " received ") != FT_OK)
+    return FT_ENOMEM;
+  int rc = FT_OK;
+  if (!sig) {
+    rc = ft__text_add(t, "a signal");
+  } else {
+    /* "NAME (S)" as "signal S (NAME)"; else as it is. */
+    const char *open = NULL, *num = NULL;
+    if (sn > 3 && sig[sn - 1] == ')') {
+      const char *q = sig + sn - 1;
+      while (q > sig && q[-1] >= '0' && q[-1] <= '9')
+        q--;
+      if (q < sig + sn - 1 && q - sig >= 2 && q[-1] == '(' && q[-2] == ' ')
+        open = q - 2, num = q;
+    }
+    rc = ft__text_add(t, "signal ");
+    if (rc == FT_OK && open)
+      rc = ft__text_addn(t, num, (size_t)(sig + sn - 1 - num)) == FT_OK &&
+                   ft__text_add(t, " (") == FT_OK &&
+                   ft__text_addn(t, sig, (size_t)(open - sig)) == FT_OK &&
+                   ft__text_add(t, ")") == FT_OK
+               ? FT_OK
+               : FT_ENOMEM;
+    else if (rc == FT_OK)
+      rc = ft__text_addn(t, sig, sn);
+  }
+  if (rc != FT_OK || ft__text_add(t, " (the rest: --verbose)") != FT_OK)
+    return FT_ENOMEM;
+  return say(f);
+}
+
+/* The block i ended (its last line, the end of the input, a new report of
+ * the same process): hidden as one line, its summary if not yet said. */
+static int block_close(ft__filter_t *f, size_t i) {
+  block_t *b = &f->blocks[i];
+  int rc = queue(f, FT_FILTER_HIDE, ft__text_str(&b->text), b->text.len, 0, 0);
+  if (block_say(f, b, NULL, 0) != FT_OK)
+    rc = FT_ENOMEM;
+  ft__free(b->prefix);
+  ft__text_free(&b->text);
+  memmove(b, b + 1, (f->nblocks - i - 1) * sizeof(*b));
+  f->nblocks--;
+  return rc;
+}
+
+/* "[host:pid] *** Process received signal ***": a crash report starts,
+ * and the attempt is failing. */
+static int block_open(ft__filter_t *f, const char *s, size_t n, size_t prefix) {
+  f->failing = 1;
+  if (f->nblocks == f->capblocks) {
+    size_t cap = f->capblocks ? f->capblocks * 2 : 4;
+    block_t *b = ft__realloc(f->blocks, cap * sizeof(*b));
+    if (!b)
+      return FT_ENOMEM;
+    f->blocks = b;
+    f->capblocks = cap;
+  }
+  block_t b = {.plen = prefix};
+  b.prefix = ft__malloc(prefix);
+  if (!b.prefix || ft__text_addn(&b.text, s, n) != FT_OK) {
+    ft__free(b.prefix);
+    ft__text_free(&b.text);
+    return FT_ENOMEM;
+  }
+  memcpy(b.prefix, s, prefix);
+  f->blocks[f->nblocks++] = b;
+  return f->verbose ? out(f, s, n) : FT_OK;
+}
+
+/* A line of the open block b ("[host:pid] " and the rest): joined to it
+ * after a blank, without its prefix. */
+static int block_line(ft__filter_t *f, block_t *b, const char *s, size_t n) {
+  const char *r = s + b->plen;
+  size_t rn = n - b->plen;
+  int rc = FT_OK;
+  size_t had = b->text.len;
+  if (ft__text_add(&b->text, " ") != FT_OK ||
+      ft__text_addn(&b->text, r, rn) != FT_OK) {
+    b->text.len = had;
+    if (b->text.s)
+      b->text.s[had] = '\0';
+    rc = FT_ENOMEM;
+  }
+  if (rn == sizeof(ENDED) - 1 && memcmp(r, ENDED, rn) == 0) {
+    if (block_close(f, (size_t)(b - f->blocks)) != FT_OK)
+      rc = FT_ENOMEM;
+  } else if (starts(r, rn, SIGNAL) &&
+             block_say(f, b, r + sizeof(SIGNAL) - 1,
+                       rn - (sizeof(SIGNAL) - 1)) != FT_OK) {
+    rc = FT_ENOMEM;
+  }
+  if (f->verbose && out(f, s, n) != FT_OK)
+    rc = FT_ENOMEM;
+  return rc;
+}
+
+/* One record of the awk: its rules in their order, and after them the
+ * rules of the failing attempt. */
 static int record(ft__filter_t *f, const char *s, size_t n) {
   int rc;
+  int after_mpirun = f->after_mpirun;
+  f->after_mpirun = 0;
   if (f->inside && is_dashes(s, n)) {
     rc = banner(f);
+    if (failing_banner(ft__text_str(&f->tmp), f->tmp.len))
+      f->failing = 1;
     if (f->verbose && out(f, DASHES, DASHES_LEN) != FT_OK)
       rc = FT_ENOMEM;
     f->inside = 0;
@@ -365,16 +670,35 @@ static int record(ft__filter_t *f, const char *s, size_t n) {
     ft__text_clear(&f->held);
     return f->verbose ? out(f, DASHES, DASHES_LEN) : FT_OK;
   }
-  if (is_notice(s, n)) {
+  size_t prefix = notice_prefix(s, n);
+  if (prefix) {
+    block_t *b = block_of(f, s, prefix);
+    if (n - prefix == sizeof(RECEIVED) - 1 &&
+        memcmp(s + prefix, RECEIVED, n - prefix) == 0) {
+      rc = b ? block_close(f, (size_t)(b - f->blocks)) : FT_OK;
+      return block_open(f, s, n, prefix) != FT_OK ? FT_ENOMEM : rc;
+    }
+    if (b)
+      return block_line(f, b, s, n);
+  }
+  if (is_notice(s, n, prefix)) {
     rc = hide(f, s, n);
     if (f->verbose && out(f, s, n) != FT_OK)
       rc = FT_ENOMEM;
     return rc;
   }
+  if (after_mpirun && n == 0) {
+    rc = queue(f, FT_FILTER_HIDE, s, n, 0, 0);
+    if (f->verbose && out(f, s, n) != FT_OK)
+      rc = FT_ENOMEM;
+    return rc;
+  }
+  if (starts(s, n, MPIRUN) || starts(s, n, NOTICED))
+    return mpirun_line(f, s, n);
   rc = stamp_line(f, s, n);
   if (rc != 0)
     return rc < 0 ? rc : FT_OK;
-  return out(f, s, n);
+  return program(f, s, n);
 }
 
 /* ---- the interface ---- */
@@ -413,8 +737,30 @@ void ft__filter_free(ft__filter_t *f) {
   ft__text_free(&f->hidden);
   ft__text_free(&f->arena);
   ft__text_free(&f->tmp);
+  ft__text_free(&f->say);
+  for (size_t i = 0; i < f->nblocks; i++) {
+    ft__free(f->blocks[i].prefix);
+    ft__text_free(&f->blocks[i].text);
+  }
+  ft__free(f->blocks);
+  ft__free(f->log);
   ft__free(f->q);
   ft__free(f);
+}
+
+void ft__filter_failing(ft__filter_t *f) { f->failing = 1; }
+
+int ft__filter_log(ft__filter_t *f, const char *path) {
+  char *p = NULL;
+  if (path && *path) {
+    size_t n = strlen(path) + 1;
+    if (!(p = ft__malloc(n)))
+      return FT_ENOMEM;
+    memcpy(p, path, n);
+  }
+  ft__free(f->log);
+  f->log = p;
+  return FT_OK;
 }
 
 /* Everything queued was read: the arena starts again. */
@@ -457,6 +803,19 @@ int ft__filter_feed(ft__filter_t *f, const char *buf, size_t n) {
   return rc;
 }
 
+/* At the end, a line of an unclosed banner: the program's (with --verbose
+ * it was shown as it came: only held, where the attempt is failing). */
+static int program_at_end(ft__filter_t *f, const char *s, size_t n) {
+  if (!f->verbose)
+    return program(f, s, n);
+  if (!f->failing || own_line(s, n))
+    return FT_OK;
+  if (queue(f, FT_FILTER_LATE, s, n, 1, 0) != FT_OK)
+    return FT_ENOMEM;
+  f->late++;
+  return FT_OK;
+}
+
 int ft__filter_end(ft__filter_t *f) {
   int rc = FT_OK;
   drained(f);
@@ -464,23 +823,50 @@ int ft__filter_end(ft__filter_t *f) {
     rc = record(f, f->line.s, f->line.len);
   ft__text_clear(&f->line);
   f->skip = 0;
+  f->after_mpirun = 0;
   /* END: a line of dashes never closed was the program's: shown, with
    * what it held (with --verbose it was shown as it came). */
-  if (f->inside && !f->verbose) {
-    if (out(f, DASHES, DASHES_LEN) != FT_OK)
+  if (f->inside) {
+    if (program_at_end(f, DASHES, DASHES_LEN) != FT_OK)
       rc = FT_ENOMEM;
     for (size_t i = 0; i < f->held.len;) {
       const char *s = f->held.s + i + 1; /* past the "\n" before it */
       const char *nl = memchr(s, '\n', (size_t)(f->held.s + f->held.len - s));
       size_t len =
           nl ? (size_t)(nl - s) : (size_t)(f->held.s + f->held.len - s);
-      if (out(f, s, len) != FT_OK)
+      if (program_at_end(f, s, len) != FT_OK)
         rc = FT_ENOMEM;
       i += len + 1;
     }
   }
   f->inside = 0;
   ft__text_clear(&f->held);
+  /* The crash reports never ended. */
+  while (f->nblocks)
+    if (block_close(f, 0) != FT_OK)
+      rc = FT_ENOMEM;
+  if (f->more) {
+    ft__text_clear(&f->say);
+    if (ft__text_addf(&f->say,
+                      "ft-launch: %zu more process(es) received a signal "
+                      "(the rest: --verbose)",
+                      f->more) != FT_OK ||
+        say(f) != FT_OK)
+      rc = FT_ENOMEM;
+    f->more = 0;
+  }
+  if (f->late && !f->verbose) {
+    ft__text_clear(&f->say);
+    if (ft__text_addf(&f->say,
+                      "ft-launch: %zu line(s) of the failing attempt not "
+                      "shown (--verbose shows them",
+                      f->late) != FT_OK ||
+        (f->log && (ft__text_add(&f->say, "; kept in ") != FT_OK ||
+                    ft__text_add(&f->say, f->log) != FT_OK)) ||
+        ft__text_add(&f->say, ")") != FT_OK || say(f) != FT_OK)
+      rc = FT_ENOMEM;
+  }
+  f->late = 0;
   return rc;
 }
 

@@ -6,9 +6,13 @@
  * mawk in the C locale (the stamps in the order they were set, where the
  * awk's order was its hash's).
  *
- * A filter's outputs are written as lines "KIND text" (SHOW's text ends in
- * its own "\n"; a NUL byte as "^@"), and each input is fed whole, byte by
- * byte and in pieces of 2 and 7 bytes: every split gives the same lines.
+ * A filter's outputs are written as lines "KIND text" (SHOW's and LATE's
+ * text ends in its own "\n"; a NUL byte as "^@"), and each input is fed
+ * whole, byte by byte and in pieces of 2 and 7 bytes: every split gives
+ * the same lines.  The rules of a failing attempt (crash reports, mpirun's
+ * one-liners, LATE lines) are the filter's own, the awk had none; their
+ * inputs are as Open MPI 4.1 writes them (opal/util/stacktrace.c,
+ * help-orterun.txt, help-errmgr-base.txt, ess_hnp's clean_abort).
  */
 #include <check.h>
 #include <stdio.h>
@@ -29,15 +33,15 @@
   "------------------------------------------------------------------"         \
   "--------"
 
-static const char *const KIND[] = {"",        "SHOW", "HIDE",  "TIMES",
-                                   "PREPARE", "TELL", "STAMPS"};
+static const char *const KIND[] = {"",        "SHOW", "HIDE",   "TIMES",
+                                   "PREPARE", "TELL", "STAMPS", "LATE"};
 
 /* The queued outputs of f, as lines, appended to t. */
 static void drain(ft__filter_t *f, ft__text_t *t) {
   ft__filter_out_t o;
   while (ft__filter_next(f, &o)) {
     ck_assert_int_ge(o.kind, FT_FILTER_SHOW);
-    ck_assert_int_le(o.kind, FT_FILTER_STAMPS);
+    ck_assert_int_le(o.kind, FT_FILTER_LATE);
     ck_assert_int_eq(ft__text_addf(t, "%s ", KIND[o.kind]), FT_OK);
     if (o.kind == FT_FILTER_PREPARE) {
       ck_assert_int_eq(ft__text_addf(t, "%llu\n", (unsigned long long)o.bytes),
@@ -48,9 +52,9 @@ static void drain(ft__filter_t *f, ft__text_t *t) {
       ck_assert_int_eq(o.text[i] ? ft__text_addn(t, o.text + i, 1)
                                  : ft__text_add(t, "^@"),
                        FT_OK);
-    if (o.kind == FT_FILTER_SHOW)
+    if (o.kind == FT_FILTER_SHOW || o.kind == FT_FILTER_LATE)
       ck_assert_msg(o.len > 0 && o.text[o.len - 1] == '\n',
-                    "a SHOW without its newline");
+                    "a SHOW or LATE without its newline");
     else
       ck_assert_int_eq(ft__text_add(t, "\n"), FT_OK);
   }
@@ -151,16 +155,17 @@ START_TEST(unclosed_banner_shown_whole) {
 }
 END_TEST
 
-/* "[host:pid] ..." is mpirun's notice, hidden, unless it has "***" (a
- * rank's signal report); the forms around it are the program's. */
+/* "[host:pid] ..." is mpirun's notice, hidden, unless it has "***" (an
+ * MPI error's report; a crash report is below); the forms around it are
+ * the program's. */
 START_TEST(notices_hidden) {
   check(NULL, 0,
         "[node1:123] a notice\n"
-        "[node1:123] *** Process received signal ***\n"
+        "[node1:123] *** An error occurred in MPI_Send\n"
         "[a:b:12] x\n[:12] x\n[h:] x\n[h:12]x\n[h 1:2] x\n[[h:1] x\n"
         "[h:3a] z\n",
         "HIDE [node1:123] a notice\n"
-        "SHOW [node1:123] *** Process received signal ***\n"
+        "SHOW [node1:123] *** An error occurred in MPI_Send\n"
         "HIDE [a:b:12] x\n"
         "SHOW [:12] x\n"
         "SHOW [h:] x\n"
@@ -186,6 +191,387 @@ START_TEST(verbose_shows_all) {
         "SHOW [h:1] note\n"
         "SHOW " DASHES "\n"
         "SHOW open\n");
+}
+END_TEST
+
+/* ---- a failing attempt ---- */
+
+#define ABORT_LINE                                                             \
+  "mpirun: abort is already in progress...hit ctrl-c again to forcibly "       \
+  "terminate"
+#define HELD(n)                                                                \
+  "SHOW ft-launch: " #n " line(s) of the failing attempt not shown "           \
+  "(--verbose shows them)\n"
+
+/* A healthy attempt: the program's lines, Python's and gloo's among them,
+ * pass at once and in order, around banners that say nothing failed (a
+ * rank's own exit) and lines that only look like mpirun's; no end line. */
+START_TEST(healthy_untouched) {
+  check(NULL, 0,
+        "Traceback (most recent call last):\n"
+        "RuntimeError: Connection closed by peer [10.0.0.3]:5000\n" DASHES
+        "\nPrimary job  terminated normally, but 1 process returned\n" DASHES
+        "\nmpirun\nmpirun:x\nmpirun noticed\n mpirun: x\n\nafter\n",
+        "SHOW Traceback (most recent call last):\n"
+        "SHOW RuntimeError: Connection closed by peer [10.0.0.3]:5000\n"
+        "HIDE Primary job terminated normally, but 1 process returned\n"
+        "SHOW mpirun\n"
+        "SHOW mpirun:x\n"
+        "SHOW mpirun noticed\n"
+        "SHOW  mpirun: x\n"
+        "SHOW \n"
+        "SHOW after\n");
+}
+END_TEST
+
+/* mpirun's one-liners are hidden and not kept: its abort and the empty
+ * line after it (that one only), a signal forwarded.  Its abort means the
+ * attempt is failing: the program's lines after it are held, ftrt's own
+ * still shown, and the end says how many were held. */
+START_TEST(mpirun_one_liners) {
+  ft__filter_t *f;
+  const char *in = "step 1\n"
+                   "mpirun: Forwarding signal 18 to job\n\n" ABORT_LINE "\n\n\n"
+                   "Traceback (most recent call last):\n"
+                   "ftrt[h2 r3 smp] error: ft_init: no sign of life from rank "
+                   "1 (h2) for 5 s (FT_TIMEOUT 5 s)\n"
+                   "  File \"train.py\", line 9\n";
+  const char *want = "SHOW step 1\n"
+                     "HIDE mpirun: Forwarding signal 18 to job\n"
+                     "SHOW \n"
+                     "HIDE " ABORT_LINE "\n"
+                     "HIDE \n"
+                     "LATE \n"
+                     "LATE Traceback (most recent call last):\n"
+                     "SHOW ftrt[h2 r3 smp] error: ft_init: no sign of life "
+                     "from rank 1 (h2) for 5 s (FT_TIMEOUT 5 s)\n"
+                     "LATE   File \"train.py\", line 9\n" HELD(3);
+  check(NULL, 0, in, want);
+  ft__free(filtered(NULL, 0, in, strlen(in), 0, &f));
+  ck_assert_str_eq(ft__filter_hidden(f), "");
+  ft__filter_free(f);
+}
+END_TEST
+
+/* "mpirun noticed that process rank ... exited on signal ..." outside a
+ * banner: hidden, summed up once an attempt (with its signal's name or
+ * without), and the attempt is failing; its other forms are hidden with
+ * no summary.  Inside a banner it is the banner's (the caller says it):
+ * no summary, but the attempt is failing all the same. */
+START_TEST(rank_signal_summed_up) {
+  check(NULL, 0,
+        "mpirun noticed that process rank 3 with PID 123 on node h2 exited "
+        "on signal 9 (Killed).\n"
+        "mpirun noticed that process rank 4 with PID 124 on node h3 exited "
+        "on signal 9 (Killed).\n"
+        "gloo\n",
+        "HIDE mpirun noticed that process rank 3 with PID 123 on node h2 "
+        "exited on signal 9 (Killed).\n"
+        "SHOW ft-launch: mpirun: rank 3 (pid 123) on h2 ended on signal 9 "
+        "(Killed)\n"
+        "HIDE mpirun noticed that process rank 4 with PID 124 on node h3 "
+        "exited on signal 9 (Killed).\n"
+        "LATE gloo\n" HELD(1));
+  check(NULL, 0,
+        "mpirun noticed that process rank 0 with PID 7 on node n-1.x exited "
+        "on signal 15.\n",
+        "HIDE mpirun noticed that process rank 0 with PID 7 on node n-1.x "
+        "exited on signal 15.\n"
+        "SHOW ft-launch: mpirun: rank 0 (pid 7) on n-1.x ended on signal 15\n");
+  /* Not the rank's form: hidden, failing, nothing said; the first that is
+   * said the once. */
+  check(NULL, 0,
+        "mpirun noticed that the job aborted, but has no info as to the "
+        "process\n"
+        "mpirun noticed that process rank 1 with PID 2 on node h exited on "
+        "signal 9 (Killed)!\n"
+        "mpirun noticed that process rank x with PID 2 on node h exited on "
+        "signal 9.\n"
+        "mpirun noticed that process rank 1 with PID 2 on node h exited on "
+        "signal 6 (Aborted)\n"
+        "x\n",
+        "HIDE mpirun noticed that the job aborted, but has no info as to the "
+        "process\n"
+        "HIDE mpirun noticed that process rank 1 with PID 2 on node h exited "
+        "on signal 9 (Killed)!\n"
+        "HIDE mpirun noticed that process rank x with PID 2 on node h exited "
+        "on signal 9.\n"
+        "HIDE mpirun noticed that process rank 1 with PID 2 on node h exited "
+        "on signal 6 (Aborted)\n"
+        "SHOW ft-launch: mpirun: rank 1 (pid 2) on h ended on signal 6 "
+        "(Aborted)\n"
+        "LATE x\n" HELD(1));
+  ft__filter_t *f;
+  const char *in =
+      "a\n" DASHES "\nmpirun noticed that process rank 4 with "
+      "PID 6226 on node h3 exited on signal 9 (Killed).\n" DASHES "\nb\n";
+  check(NULL, 0, in,
+        "SHOW a\n"
+        "HIDE mpirun noticed that process rank 4 with PID 6226 on node h3 "
+        "exited on signal 9 (Killed).\n"
+        "LATE b\n" HELD(1));
+  ft__free(filtered(NULL, 0, in, strlen(in), 0, &f));
+  ck_assert_str_eq(ft__filter_hidden(f),
+                   "mpirun noticed that process rank 4 with PID 6226 on node "
+                   "h3 exited on signal 9 (Killed).\n");
+  ft__filter_free(f);
+}
+END_TEST
+
+#define RECV(p) p " *** Process received signal ***\n"
+#define ENDM(p) p " *** End of error message ***\n"
+
+/* A crash report: one HIDE line when it ends (not kept), one summary at
+ * its Signal line; lines between its lines are read as ever (the attempt
+ * failing since its first line); a notice of the same process after it is
+ * a notice again. */
+START_TEST(crash_report_one_line) {
+  ft__filter_t *f;
+  const char *in = "step 9\n" RECV(
+      "[head:07544]") "[head:07544] Signal: "
+                      "Segmentation fault (11)\n"
+                      "RuntimeError: Connection closed by peer\n"
+                      "[head:07544] Signal code: Address not mapped (1)\n"
+                      "[h2:1] a notice between\n"
+                      "[head:07544] Failing at address: 0x10\n"
+                      "[head:07544] [ 0] "
+                      "/lib/libc.so.6(+0x3c050)[0x7f00]\n" ENDM(
+                          "[head:07544]") "[head:07544] a notice after\n";
+  check(NULL, 0, in,
+        "SHOW step 9\n"
+        "SHOW ft-launch: process 7544 on head received signal 11 "
+        "(Segmentation fault) (the rest: --verbose)\n"
+        "LATE RuntimeError: Connection closed by peer\n"
+        "HIDE [h2:1] a notice between\n"
+        "HIDE [head:07544] *** Process received signal *** Signal: "
+        "Segmentation fault (11) Signal code: Address not mapped (1) Failing "
+        "at address: 0x10 [ 0] /lib/libc.so.6(+0x3c050)[0x7f00] *** End of "
+        "error message ***\n"
+        "HIDE [head:07544] a notice after\n" HELD(1));
+  ft__free(filtered(NULL, 0, in, strlen(in), 0, &f));
+  ck_assert_str_eq(ft__filter_hidden(f),
+                   "[h2:1] a notice between\n[head:07544] a notice after\n");
+  ft__filter_free(f);
+}
+END_TEST
+
+/* Reports of several processes at once, matched by their prefix: one
+ * without a Signal line (said at its end), one never ended (hidden at the
+ * end of the input), a host with ":" in it, a pid of zeros; a second
+ * report of the same process ends the first; a Signal line's text as it
+ * is when it is not "NAME (S)". */
+START_TEST(crash_reports_interleaved) {
+  check(NULL, 0,
+        RECV("[h1:00012]")
+            RECV("[a:b:00000]") "[a:b:00000] Signal: Killed\n"
+                                "[h1:00012] [ 0] f\n" ENDM(
+                                    "[h1:00012]") "[a:b:00000] Signal: again\n",
+        "SHOW ft-launch: process 0 on a:b received signal Killed (the rest: "
+        "--verbose)\n"
+        "HIDE [h1:00012] *** Process received signal *** [ 0] f *** End of "
+        "error message ***\n"
+        "SHOW ft-launch: process 12 on h1 received a signal (the rest: "
+        "--verbose)\n"
+        "HIDE [a:b:00000] *** Process received signal *** Signal: Killed "
+        "Signal: again\n");
+  check(NULL, 0,
+        RECV("[h:1]") RECV(
+            "[h:1]") "[h:1] Signal: X (3)\n"
+                     "[h:1] Signal: (4)\n" RECV(
+                         "[h:2]") "[h:2] Signal: (4)\n" RECV("[h:3]") "[h:3] "
+                                                                      "Signal: "
+                                                                      "5\n",
+        "HIDE [h:1] *** Process received signal ***\n"
+        "SHOW ft-launch: process 1 on h received a signal (the rest: "
+        "--verbose)\n"
+        "SHOW ft-launch: process 1 on h received signal 3 (X) (the rest: "
+        "--verbose)\n"
+        "SHOW ft-launch: process 2 on h received signal (4) (the rest: "
+        "--verbose)\n"
+        "SHOW ft-launch: process 3 on h received signal 5 (the rest: "
+        "--verbose)\n"
+        "HIDE [h:1] *** Process received signal *** Signal: X (3) Signal: "
+        "(4)\n"
+        "HIDE [h:2] *** Process received signal *** Signal: (4)\n"
+        "HIDE [h:3] *** Process received signal *** Signal: 5\n");
+  /* Not a report's first line: a line with "***", shown. */
+  check(NULL, 0,
+        "[h:1] *** Process received signal ***x\n"
+        "[h:1]  *** Process received signal ***\n"
+        "[h:1] Signal: 9\n",
+        "SHOW [h:1] *** Process received signal ***x\n"
+        "SHOW [h:1]  *** Process received signal ***\n"
+        "HIDE [h:1] Signal: 9\n");
+}
+END_TEST
+
+/* Four reports are said an attempt; the others counted at the end. */
+START_TEST(crash_reports_capped) {
+  char in[2048], want[4096];
+  char *p = in, *w = want;
+  for (int i = 1; i <= 6; i++)
+    p += sprintf(p,
+                 "[h%d:%d] *** Process received signal ***\n"
+                 "[h%d:%d] Signal: Aborted (6)\n"
+                 "[h%d:%d] *** End of error message ***\n",
+                 i, i, i, i, i, i);
+  for (int i = 1; i <= 6; i++) {
+    if (i <= 4)
+      w += sprintf(w,
+                   "SHOW ft-launch: process %d on h%d received signal 6 "
+                   "(Aborted) (the rest: --verbose)\n",
+                   i, i);
+    w += sprintf(w,
+                 "HIDE [h%d:%d] *** Process received signal *** Signal: "
+                 "Aborted (6) *** End of error message ***\n",
+                 i, i);
+  }
+  sprintf(w, "SHOW ft-launch: 2 more process(es) received a signal (the "
+             "rest: --verbose)\n");
+  check(NULL, 0, in, want);
+}
+END_TEST
+
+/* A lost daemon's banner: the program's further lines are held, but not
+ * ftrt's, ft-restore's or any "ft-" tool's, nor ftrt-times lines (text
+ * before one is the program's); notices and banners as ever; an unclosed
+ * banner's lines held at the end. */
+START_TEST(lost_daemon_holds_program) {
+  check("recovery=1 mode=replace", 0,
+        "before\n" DASHES "\nORTE has lost communication with a remote "
+        "daemon.\n\n  HNP daemon   : [[1,0],0] on node head\n  Remote "
+        "daemon: [[1,0],2] on node h2\n" DASHES
+        "\nTraceback (most recent call last):\n"
+        "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by "
+        "peer [10.0.0.3]:5000\n"
+        "ftrt[h1 r0 trainer] error: x\n"
+        "ftrt: fault point 'p' (FT_FAULT) kills pid 9\n"
+        "ft-restore: lost node 1 (h2, group 0 position 1) -> s1\n"
+        "ft-train-example: ft_restore: y\n"
+        "ftrt-times: 9-9 job mpi_ms=1\n"
+        "pre" T "fresh fresh_ms=5\n"
+        "[h1:2] notice\n" DASHES "\nlast\n",
+        "SHOW before\n"
+        "HIDE ORTE has lost communication with a remote daemon. HNP daemon : "
+        "[[1,0],0] on node head Remote daemon: [[1,0],2] on node h2\n"
+        "LATE Traceback (most recent call last):\n"
+        "LATE RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection "
+        "closed by peer [10.0.0.3]:5000\n"
+        "SHOW ftrt[h1 r0 trainer] error: x\n"
+        "SHOW ftrt: fault point 'p' (FT_FAULT) kills pid 9\n"
+        "SHOW ft-restore: lost node 1 (h2, group 0 position 1) -> s1\n"
+        "SHOW ft-train-example: ft_restore: y\n"
+        "LATE ftrt-times: 9-9 job mpi_ms=1\n"
+        "LATE pre\n"
+        "TIMES " T "fresh fresh_ms=5\n"
+        "TELL ft-launch: recovery 1: nothing had been committed before the "
+        "failure: the job starts afresh\n"
+        "STAMPS recovery=1 mode=replace fresh_ms=5\n"
+        "HIDE [h1:2] notice\n"
+        "LATE " DASHES "\n"
+        "LATE last\n" HELD(6));
+}
+END_TEST
+
+/* The caller says the attempt is failing, and names its log; the end's
+ * line says so once. */
+START_TEST(caller_says_failing) {
+  ft__filter_t *f;
+  ft__text_t t = FT__TEXT_INIT;
+  ck_assert_int_eq(ft__filter_new(&f, ID, NULL, 0), FT_OK);
+  ck_assert_int_eq(ft__filter_feed(f, "a\n", 2), FT_OK);
+  drain(f, &t);
+  ft__filter_failing(f);
+  ck_assert_int_eq(ft__filter_log(f, "/tmp/x.log"), FT_OK);
+  ck_assert_int_eq(ft__filter_feed(f, "b\nft-x\nc", 8), FT_OK);
+  drain(f, &t);
+  ck_assert_int_eq(ft__filter_end(f), FT_OK);
+  drain(f, &t);
+  ck_assert_int_eq(ft__filter_end(f), FT_OK);
+  drain(f, &t);
+  ck_assert_str_eq(ft__text_str(&t),
+                   "SHOW a\n"
+                   "LATE b\n"
+                   "SHOW ft-x\n"
+                   "LATE c\n"
+                   "SHOW ft-launch: 2 line(s) of the failing attempt not "
+                   "shown (--verbose shows them; kept in /tmp/x.log)\n");
+  /* Still failing after the end; the log unnamed again. */
+  ft__text_clear(&t);
+  ck_assert_int_eq(ft__filter_log(f, ""), FT_OK);
+  ck_assert_int_eq(ft__filter_feed(f, "d\n", 2), FT_OK);
+  ck_assert_int_eq(ft__filter_end(f), FT_OK);
+  drain(f, &t);
+  ck_assert_str_eq(ft__text_str(&t), "LATE d\n" HELD(1));
+  ft__text_free(&t);
+  ft__filter_free(f);
+}
+END_TEST
+
+/* With --verbose: every line shown as it came, a crash report's too (its
+ * HIDE before its last line), a held line LATE then shown; no summary and
+ * no end line; an unclosed banner's lines, shown as they came, LATE at the
+ * end. */
+START_TEST(verbose_failing) {
+  check(NULL, 1,
+        "x\n" RECV("[h:5]") "[h:5] Signal: Aborted (6)\ny\n" ENDM("[h:5]")
+            ABORT_LINE
+        "\n\n"
+        "mpirun noticed that process rank 1 with PID 2 on node h "
+        "exited on signal 6 (Aborted).\n"
+        "ftrt[h r1 smp] error: e\n" DASHES "\nopen\n",
+        "SHOW x\n"
+        "SHOW [h:5] *** Process received signal ***\n"
+        "SHOW [h:5] Signal: Aborted (6)\n"
+        "LATE y\n"
+        "SHOW y\n"
+        "HIDE [h:5] *** Process received signal *** Signal: Aborted (6) *** "
+        "End of error message ***\n"
+        "SHOW [h:5] *** End of error message ***\n"
+        "HIDE " ABORT_LINE "\n"
+        "SHOW " ABORT_LINE "\n"
+        "HIDE \n"
+        "SHOW \n"
+        "HIDE mpirun noticed that process rank 1 with PID 2 on node h exited "
+        "on signal 6 (Aborted).\n"
+        "SHOW mpirun noticed that process rank 1 with PID 2 on node h exited "
+        "on signal 6 (Aborted).\n"
+        "SHOW ftrt[h r1 smp] error: e\n"
+        "SHOW " DASHES "\n"
+        "SHOW open\n"
+        "LATE " DASHES "\n"
+        "LATE open\n");
+}
+END_TEST
+
+/* A NUL byte in a report and a held line; a report's line of a megabyte. */
+START_TEST(failing_bytes) {
+  static const char in[] = "[h:1] *** Process received signal ***\n"
+                           "[h:1] Signal: a\0b (7)\nz\0z\n";
+  check_n(
+      NULL, 0, in, sizeof(in) - 1,
+      "SHOW ft-launch: process 1 on h received signal 7 (a^@b) (the rest: "
+      "--verbose)\n"
+      "LATE z^@z\n"
+      "HIDE [h:1] *** Process received signal *** Signal: a^@b (7)\n" HELD(1));
+  size_t big = 1 << 20;
+  char *s = malloc(big + 128);
+  ck_assert_ptr_nonnull(s);
+  char *p = s + sprintf(s, RECV("[h:1]") "[h:1] [ 0] ");
+  memset(p, 'f', big);
+  p += big;
+  p += sprintf(p, "\n" ENDM("[h:1]"));
+  char *got = filtered(NULL, 0, s, (size_t)(p - s), 4096, NULL);
+  static const char head[] = "HIDE [h:1] *** Process received signal *** "
+                             "[ 0] fff",
+                    tail[] = "f *** End of error message ***\n"
+                             "SHOW ft-launch: process 1 on h received a "
+                             "signal (the rest: --verbose)\n";
+  ck_assert_uint_eq(strlen(got), sizeof(head) - 4 + big + sizeof(tail) - 2);
+  ck_assert(strncmp(got, head, sizeof(head) - 1) == 0);
+  ck_assert_str_eq(got + strlen(got) - (sizeof(tail) - 1), tail);
+  ft__free(got);
+  free(s);
 }
 END_TEST
 
@@ -545,7 +931,15 @@ START_TEST(oom_every_allocation) {
       "a\n" DASHES "\nban\tner\n" DASHES "\n[h:9] n\n" T "slots "
       "slot_bytes=8\n" T "restore mpi_ms=1700000001400 bytes=1\npre" T
       "job mpi_ms=1700000001400 init_ms=1700000001500 "
-      "restored_ms=1700000001600\n" T "step step_ms=1700000001700\nlast";
+      "restored_ms=1700000001600\n" T "step step_ms=1700000001700\n"
+      "mpirun noticed that process rank 1 with PID 2 on node h exited on "
+      "signal 9 (Killed).\n" RECV(
+          "[h:1]") "[h:1] Signal: Killed (9)\n"
+                   "held\n" ENDM("[h:1]") RECV("[h:2]") RECV(
+                       "[h:3]") "[h:3] Signal: 6\n"
+                                "[h:2] Signal: Aborted (6)\n" RECV("[h:4]")
+                                    RECV("[h:5]") "[h:5] [ 0] x\n" ABORT_LINE
+                                                  "\n\nlast";
   size_t len = strlen(in);
   char *want = filtered(ACCT, 0, in, len, 5, NULL);
   int failures = 0;
@@ -723,6 +1117,18 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, unclosed_banner_shown_whole);
   tcase_add_test(tc, notices_hidden);
   tcase_add_test(tc, verbose_shows_all);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("failing attempt");
+  tcase_add_test(tc, healthy_untouched);
+  tcase_add_test(tc, mpirun_one_liners);
+  tcase_add_test(tc, rank_signal_summed_up);
+  tcase_add_test(tc, crash_report_one_line);
+  tcase_add_test(tc, crash_reports_interleaved);
+  tcase_add_test(tc, crash_reports_capped);
+  tcase_add_test(tc, lost_daemon_holds_program);
+  tcase_add_test(tc, caller_says_failing);
+  tcase_add_test(tc, verbose_failing);
+  tcase_add_test(tc, failing_bytes);
   suite_add_tcase(s, tc);
   tc = tcase_create("times lines");
   tcase_add_test(tc, times_lines_sorted);
