@@ -46,6 +46,9 @@ const char ft__launch_usage[] =
     "  --fresh           start over: discard what the job's stores hold\n"
     "  --persist DIR     the disk tier: flush committed versions to DIR\n"
     "  --times FILE      append when each part of a recovery ended to FILE\n"
+    "  --log FILE        keep what is not shown (mpirun's text, a failing\n"
+    "                    attempt's lines) in FILE (default: $TMPDIR or /tmp,\n"
+    "                    ft-launch.UID.JOB.log)\n"
     "  --verbose         show mpirun's own messages and command line\n"
     "  --dry-run         print the hostfile, spares, probe and mpirun command\n"
     "  --help            this text\n"
@@ -102,7 +105,8 @@ static const char **value_of(ft__launch_args_t *a, const char *o) {
               {"--timeout", offsetof(ft__launch_args_t, timeout)},
               {"--probe", offsetof(ft__launch_args_t, probe)},
               {"--persist", offsetof(ft__launch_args_t, persist)},
-              {"--times", offsetof(ft__launch_args_t, times)}};
+              {"--times", offsetof(ft__launch_args_t, times)},
+              {"--log", offsetof(ft__launch_args_t, log)}};
   for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++)
     if (strcmp(o, opts[i].name) == 0)
       return (const char **)(void *)((char *)a + opts[i].off);
@@ -140,7 +144,8 @@ static int dashdash_from(const ft__words_t *w, int from) {
 static const char LAUNCH_OPTS[] =
     " --nodes --ppn --cluster --hostfile --spares --restarts --job --ec "
     "--timeout --probe --mpirun-arg --one-per-node --restore-job "
-    "--cold-spares --fresh --persist --times --verbose --dry-run --help ";
+    "--cold-spares --fresh --persist --times --log --verbose --dry-run "
+    "--help ";
 
 static int launch_option(const char *w) {
   ft__text_t t = FT__TEXT_INIT;
@@ -181,7 +186,7 @@ static int split_at_equals(ft__words_t *line, int i) {
 static void defaults(ft__launch_args_t *a) {
   memset(a, 0, sizeof(*a));
   a->nodes = a->hostfile = a->cluster = a->spares = a->job = a->ec = "";
-  a->timeout = a->probe = a->persist = a->times = "";
+  a->timeout = a->probe = a->persist = a->times = a->log = "";
   a->slurm = a->probe_tries = a->ec_name = a->cluster_from = "";
   a->ppn = "1";
   a->restarts = "0";
@@ -441,25 +446,33 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
   return 0;
 }
 
-static int check_times(const ft__launch_args_t *a, ft__text_t *msg) {
-  const char *f = a->times;
+/* --times FILE, --log FILE: a regular file (not a link) we can append
+ * to, made when missing. */
+static int check_append(const ft__launch_args_t *a, const char *opt,
+                        const char *f, ft__text_t *msg) {
   struct stat st;
   if (!*f)
     return 0;
   if (lstat(f, &st) == 0 && S_ISLNK(st.st_mode))
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
-                  "--times %s: a symbolic link; give the file itself", f);
+                             "%s %s: a symbolic link; give the file itself",
+                             opt, f);
   if (stat(f, &st) == 0 && !S_ISREG(st.st_mode))
-    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "--times %s: not a regular file",
-                  f);
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                             "%s %s: not a regular file", opt, f);
   if (a->dry_run)
     return 0;
   int fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0)
-    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE, "--times %s: cannot append to it",
-                  f);
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                             "%s %s: cannot append to it", opt, f);
   close(fd);
   return 0;
+}
+
+static int check_times(const ft__launch_args_t *a, ft__text_t *msg) {
+  int rc = check_append(a, "--times", a->times, msg);
+  return rc ? rc : check_append(a, "--log", a->log, msg);
 }
 
 /* mkdir -p -m 700 DIR, and mkdir's line when it fails. */

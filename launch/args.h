@@ -42,7 +42,7 @@ int ft__launch_refuse(ft__text_t *msg, int code, const char *fmt, ...)
 typedef struct ft__launch_args {
   /* The options, "" where not given (ppn "1" and restarts "0" then). */
   const char *nodes, *ppn, *hostfile, *cluster, *spares, *restarts, *job;
-  const char *ec, *timeout, *probe, *persist, *times;
+  const char *ec, *timeout, *probe, *persist, *times, *log;
   int help, verbose, dry_run, one_per_node, restore_job, cold_spares, fresh;
   ft__words_t extra;        /* --mpirun-arg, in order */
   ft__words_t program;      /* PROGRAM and its arguments */

@@ -73,6 +73,7 @@ typedef struct drv {
   pid_t watchdog;
   int err_fd, verdict_fd;
   ft__filter_t *filter;
+  FILE *log; /* --log, while a launch runs */
   unsigned run_flags;
   char id[64];    /* FTRT_LAUNCH_ID */
   double end_at;  /* END: when KILL follows TERM (0: not ending) */
@@ -316,6 +317,48 @@ static void append_times_file(drv_t *d, const char *line, int warn) {
   }
 }
 
+/* --log: opened for the launch under way (not the children's), its first
+ * line the launch's ID; the filter names it in its count of held lines.
+ * 0, or -1 when the filter cannot hold its name. */
+/* The launch's log: --log FILE, else ${TMPDIR:-/tmp}/ft-launch.UID.JOB.log,
+ * made private (0600), never through a link, and only when it is this
+ * user's: what the filter did not show is kept there. */
+static int open_log(drv_t *d) {
+  const char *path = d->c->args->log;
+  char def[4096];
+  if (!*path) {
+    const char *tmp = ft__env_str(d->c->env, "TMPDIR");
+    snprintf(def, sizeof(def), "%s/ft-launch.%u.%s.log", *tmp ? tmp : "/tmp",
+             (unsigned)getuid(), d->c->args->job);
+    for (char *c = def + strlen(*tmp ? tmp : "/tmp") + 1; *c; c++)
+      if (*c == '/')
+        *c = '_'; /* a job name with a '/' stays in that directory */
+    path = def;
+  }
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                0600);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                  st.st_uid != getuid())) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0 || !(d->log = fdopen(fd, "a"))) {
+    if (fd >= 0)
+      close(fd);
+    ft__text_t t = FT__TEXT_INIT;
+    ft__text_addf(&t, "warning: cannot append to the log %s: what is not "
+                      "shown is not kept",
+                  path);
+    say(d, ft__text_str(&t));
+    ft__text_free(&t);
+    return 0;
+  }
+  setvbuf(d->log, NULL, _IOLBF, 0);
+  fprintf(d->log, "ft-launch: launch %s\n", d->id);
+  return ft__filter_log(d->filter, path) == FT_OK ? 0 : -1;
+}
+
 /* What the filter made of the last bytes. */
 static void filter_outputs(drv_t *d) {
   ft__filter_out_t o;
@@ -348,7 +391,17 @@ static void filter_outputs(drv_t *d) {
       ft__text_free(&t);
       break;
     }
-    default: /* HIDE, TIMES: kept by the filter */
+    case FT_FILTER_HIDE: /* kept by the filter too */
+      if (d->log) {
+        fwrite(o.text, 1, o.len, d->log);
+        fputc('\n', d->log);
+      }
+      break;
+    case FT_FILTER_LATE: /* a failing attempt's line, with its "\n" */
+      if (d->log)
+        fwrite(o.text, 1, o.len, d->log);
+      break;
+    default: /* TIMES: kept by the filter */
       break;
     }
   }
@@ -370,6 +423,8 @@ static void read_err(drv_t *d) {
 static void end_launch(drv_t *d) {
   if (d->mpirun <= 0 || d->end_at)
     return;
+  if (d->filter) /* what the program says from now on is its dying */
+    ft__filter_failing(d->filter);
   if (kill(d->mpirun, SIGTERM) == 0)
     d->end_at = mono_now() + 2.0;
 }
@@ -449,6 +504,8 @@ static int wait_launch(drv_t *d) {
       ft__launch_event_t ev = {0};
       char host[128];
       read_verdict(d, &ev, host, sizeof(host));
+      if (ev.kind && d->filter)
+        ft__filter_failing(d->filter);
       if (ev.kind) {
         int rc = feed(d, &ev);
         if (rc >= 0)
@@ -502,7 +559,14 @@ static void teardown(drv_t *d) {
   }
 }
 
+static void close_log(drv_t *d) {
+  if (d->log)
+    fclose(d->log);
+  d->log = NULL;
+}
+
 static void kept_of_filter(drv_t *d) {
+  close_log(d);
   ft__text_clear(&d->times);
   ft__text_clear(&d->hidden);
   if (!d->filter)
@@ -587,8 +651,9 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   if (ft__filter_new(&d->filter, d->id,
                      d->account.len ? ft__text_str(&d->account) : NULL,
                      d->c->args->verbose) != FT_OK ||
-      start_launch(d, &cmd, !restore) != 0) {
+      open_log(d) != 0 || start_launch(d, &cmd, !restore) != 0) {
     say(d, "cannot start the launcher");
+    close_log(d);
     ft__words_free(&cmd.argv);
     ft__text_free(&cmd.hostfile);
     return FT_LAUNCH_EXIT_FAIL;
