@@ -70,7 +70,8 @@ static int find_here(launch_t *l) {
   *slash = '\0';
   snprintf(l->here, sizeof(l->here), "%s", slash == self ? "/" : self);
   /* Installed, the scripts are next to the program; in a build tree they
-   * are in the sources' scripts/, found on PATH. */
+   * are in the sources' scripts/: found on PATH, else where the build
+   * says the sources are. */
   char f[PATH_MAX + 16];
   snprintf(f, sizeof(f), "%s/ft-cluster", l->here);
   if (access(f, X_OK) == 0)
@@ -82,6 +83,13 @@ static int find_here(launch_t *l) {
     *slash = '\0';
     snprintf(l->here, sizeof(l->here), "%s", slash == self ? "/" : self);
   }
+#ifdef FT_SOURCE_SCRIPTS
+  else {
+    snprintf(f, sizeof(f), "%s/ft-cluster", FT_SOURCE_SCRIPTS);
+    if (access(f, X_OK) == 0)
+      snprintf(l->here, sizeof(l->here), "%s", FT_SOURCE_SCRIPTS);
+  }
+#endif
   ft__text_free(&t);
   return 0;
 }
