@@ -18,61 +18,14 @@
 #include "ec/layout.h"
 #include "ftrt.h"
 #include "snapshot/store.h"
+#include "tests/unit/budget.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/tmpdir.h"
 
 #define JOB "job-oom"
 #define MAX_BUDGET 1000
 
-/* ---- the budget allocator ---- */
-
-static long budget;  /* allocations still allowed; < 0: no limit */
-static long live;    /* blocks handed out and not freed */
-static long refused; /* allocations refused since the last reset */
-
-static int spend(void) {
-  if (budget == 0) {
-    refused++;
-    return 0;
-  }
-  if (budget > 0)
-    budget--;
-  return 1;
-}
-
-static void *b_malloc(size_t n) {
-  void *p = spend() ? malloc(n) : NULL;
-  live += p != NULL;
-  return p;
-}
-
-static void *b_calloc(size_t count, size_t n) {
-  void *p = spend() ? calloc(count, n) : NULL;
-  live += p != NULL;
-  return p;
-}
-
-static void *b_realloc(void *old, size_t n) {
-  void *p = spend() ? realloc(old, n) : NULL;
-  live += p != NULL && old == NULL;
-  return p;
-}
-
-static void b_free(void *p) {
-  live -= p != NULL;
-  free(p);
-}
-
-static void use_budget(long n) {
-  budget = n;
-  refused = 0;
-  ck_assert_int_eq(ft_replace_allocator(b_malloc, b_realloc, b_calloc, b_free),
-                   FT_OK);
-}
-
-static void use_default(void) {
-  ck_assert_int_eq(ft_replace_allocator(malloc, realloc, calloc, free), FT_OK);
-}
+/* The budget allocator is budget.h's. */
 
 /*
  * The loop: attempt() runs one operation and undoes it (frees what it got);
@@ -87,18 +40,18 @@ static int oom_loop(const char *what, attempt_fn attempt, void *arg) {
   for (long n = 0;; n++) {
     ck_assert_msg(n <= MAX_BUDGET, "%s: still failing with %d allocations",
                   what, MAX_BUDGET);
-    live = 0;
-    use_budget(n);
+    oom_live = 0;
+    oom_use_budget(n);
     int rc = attempt(arg);
-    use_default();
-    ck_assert_msg(live == 0, "%s, budget %ld: %ld block(s) leaked (%s)", what,
-                  n, live, ft_err_name(rc));
+    oom_use_default();
+    ck_assert_msg(oom_live == 0, "%s, budget %ld: %ld block(s) leaked (%s)",
+                  what, n, oom_live, ft_err_name(rc));
     if (rc == FT_OK)
       return failures;
     ck_assert_msg(rc == FT_ENOMEM, "%s, budget %ld: %s, not FT_ENOMEM", what, n,
                   ft_err_name(rc));
-    ck_assert_msg(refused > 0, "%s, budget %ld: FT_ENOMEM but nothing refused",
-                  what, n);
+    ck_assert_msg(oom_refused > 0,
+                  "%s, budget %ld: FT_ENOMEM but nothing refused", what, n);
     failures++;
   }
 }
@@ -124,18 +77,18 @@ START_TEST(replace_refuses_null) {
                    FT_EINVAL);
   ck_assert_int_eq(ft_replace_allocator(NULL, NULL, NULL, NULL), FT_EINVAL);
   /* a refused replacement keeps the allocator in place */
-  live = 0;
-  use_budget(-1);
-  ck_assert_int_eq(ft_replace_allocator(b_malloc, NULL, b_calloc, b_free),
+  oom_live = 0;
+  oom_use_budget(-1);
+  ck_assert_int_eq(ft_replace_allocator(oom_malloc, NULL, oom_calloc, oom_free),
                    FT_EINVAL);
   void *p = ft__malloc(10), *q = ft__calloc(3, 4);
-  ck_assert_int_eq(live, 2);
+  ck_assert_int_eq(oom_live, 2);
   p = ft__realloc(p, 1000);
-  ck_assert_int_eq(live, 2);
+  ck_assert_int_eq(oom_live, 2);
   ft__free(p);
   ft__free(q);
   ft__free(NULL);
-  ck_assert_int_eq(live, 0);
+  ck_assert_int_eq(oom_live, 0);
   /* zero bytes are asked as one: NULL only ever means out of memory */
   p = ft__malloc(0);
   q = ft__calloc(0, 8);
@@ -146,14 +99,14 @@ START_TEST(replace_refuses_null) {
   /* an empty budget refuses, and realloc leaves the block alone */
   p = ft__malloc(4);
   memcpy(p, "abc", 4);
-  budget = 0;
+  oom_budget = 0;
   ck_assert_ptr_null(ft__malloc(1));
   ck_assert_ptr_null(ft__calloc(1, 1));
   ck_assert_ptr_null(ft__realloc(p, 64));
   ck_assert_str_eq(p, "abc");
   ft__free(p);
-  ck_assert_int_eq(live, 0);
-  use_default();
+  ck_assert_int_eq(oom_live, 0);
+  oom_use_default();
 }
 END_TEST
 
@@ -175,7 +128,7 @@ static int try_codec(void *arg) {
     ck_assert_ptr_null(c);
     return rc;
   }
-  budget = 0;
+  oom_budget = 0;
   enum { LEN = 96 };
   static uint8_t buf[FT_EC_MAX_CHUNKS][LEN], want[LEN];
   uint8_t *chunks[FT_EC_MAX_CHUNKS];
@@ -195,7 +148,7 @@ static int try_codec(void *arg) {
     ck_assert_int_eq(ft__codec_decode(c, LEN, chunks, erased, 1), FT_OK);
     ck_assert_int_eq(memcmp(buf[0], want, LEN), 0);
   }
-  ck_assert_int_eq(refused, 0);
+  ck_assert_int_eq(oom_refused, 0);
   ft__codec_destroy(c);
   return FT_OK;
 }
@@ -246,9 +199,9 @@ typedef struct meta_try {
 static int try_meta_read(void *arg) {
   meta_try_t *t = arg;
   char msg[512] = "";
-  int rc = t->pos < 0
-               ? ft__meta_read(&sdir, t->got, msg, sizeof(msg))
-               : ft__group_meta_read(&sdir, FT_GROUP_META, t->pos, t->got, msg, sizeof(msg));
+  int rc = t->pos < 0 ? ft__meta_read(&sdir, t->got, msg, sizeof(msg))
+                      : ft__group_meta_read(&sdir, FT_GROUP_META, t->pos,
+                                            t->got, msg, sizeof(msg));
   if (rc == FT_ENOMEM) {
     ck_msg_has(msg, "out of memory");
     ck_msg_has(msg, dir);
@@ -333,15 +286,15 @@ static int try_meta_write(void *arg) {
   char msg[512] = "";
   int rc = ft__meta_write(&sdir, t->m, msg, sizeof(msg));
   if (rc == FT_ENOMEM) {
-    long saved = budget;
-    budget = -1;
+    long saved = oom_budget;
+    oom_budget = -1;
     ft__meta_t *now = calloc(1, sizeof(*now));
     ck_assert_ptr_nonnull(now);
     ck_assert_int_eq(ft__meta_read(&sdir, now, msg, sizeof(msg)), FT_OK);
     ck_assert_uint_eq(now->epoch, t->old_epoch);
     ft__meta_clear(now); /* its tables came through the hook, now did not */
     free(now);
-    budget = saved;
+    oom_budget = saved;
   }
   return rc;
 }
@@ -373,8 +326,9 @@ START_TEST(oom_group_meta_read) {
     ck_assert_int_eq(ft__meta_encode(m[i], &parts[i], &lens[i]), FT_OK);
   }
   char msg[512] = "";
-  ck_assert_int_eq(ft__group_meta_write(&sdir, FT_GROUP_META, (const uint8_t *const *)parts,
-                                        lens, 3, msg, sizeof(msg)),
+  ck_assert_int_eq(ft__group_meta_write(&sdir, FT_GROUP_META,
+                                        (const uint8_t *const *)parts, lens, 3,
+                                        msg, sizeof(msg)),
                    FT_OK);
   meta_try_t t = {m[1], calloc(1, sizeof(ft__meta_t)), 1};
   ck_assert_ptr_nonnull(t.got);

@@ -23,6 +23,7 @@
 #include "ftrt.h"
 #include "launch/account.h"
 #include "launch/filter.h"
+#include "tests/unit/budget.h"
 #include "tests/unit/check_main.h"
 
 /* ---- helpers ---- */
@@ -855,55 +856,8 @@ END_TEST
 
 /* ---- out of memory ---- */
 
-static long budget = -1; /* allocations still allowed; < 0: no limit */
-static long live, refused;
-
-static int spend(void) {
-  if (budget == 0) {
-    refused++;
-    return 0;
-  }
-  if (budget > 0)
-    budget--;
-  return 1;
-}
-
-static void *b_malloc(size_t n) {
-  void *p = spend() ? malloc(n) : NULL;
-  live += p != NULL;
-  return p;
-}
-
-static void *b_calloc(size_t count, size_t n) {
-  void *p = spend() ? calloc(count, n) : NULL;
-  live += p != NULL;
-  return p;
-}
-
-static void *b_realloc(void *old, size_t n) {
-  void *p = spend() ? realloc(old, n) : NULL;
-  live += p != NULL && old == NULL;
-  return p;
-}
-
-static void b_free(void *p) {
-  live -= p != NULL;
-  free(p);
-}
-
-static void use_budget(long n) {
-  budget = n;
-  refused = 0;
-  ck_assert_int_eq(ft_replace_allocator(b_malloc, b_realloc, b_calloc, b_free),
-                   FT_OK);
-}
-
-static void use_default(void) {
-  ck_assert_int_eq(ft_replace_allocator(malloc, realloc, calloc, free), FT_OK);
-}
-
 /* With CK_FORK=no a failed test does not end a process. */
-static void teardown(void) { use_default(); }
+static void teardown(void) { oom_use_default(); }
 
 /* A line that could not be held is lost up to its "\n"; the filter goes
  * on with the next. */
@@ -911,9 +865,9 @@ START_TEST(oom_loses_a_line) {
   ft__filter_t *f;
   ft__text_t t = FT__TEXT_INIT;
   ck_assert_int_eq(ft__filter_new(&f, ID, NULL, 0), FT_OK);
-  use_budget(0);
+  oom_use_budget(0);
   ck_assert_int_eq(ft__filter_feed(f, "abc", 3), FT_ENOMEM);
-  use_default();
+  oom_use_default();
   ck_assert_int_eq(ft__filter_feed(f, "def\nghi\n", 8), FT_OK);
   ck_assert_int_eq(ft__filter_end(f), FT_OK);
   drain(f, &t);
@@ -946,8 +900,8 @@ START_TEST(oom_every_allocation) {
   for (long n = 0;; n++) {
     ck_assert_msg(n < 5000, "still failing with %ld allocations", n);
     ft__filter_t *f = NULL;
-    live = 0;
-    use_budget(n);
+    oom_live = 0;
+    oom_use_budget(n);
     int rc = ft__filter_new(&f, ID, ACCT, 0), bad = 0;
     if (rc == FT_OK) {
       for (size_t i = 0; i < len; i += 5) {
@@ -964,21 +918,22 @@ START_TEST(oom_every_allocation) {
       ck_assert_int_eq(rc, FT_ENOMEM);
       ck_assert_ptr_null(f);
     }
-    long got_refused = refused;
-    use_default();
+    long got_refused = oom_refused;
+    oom_use_default();
     ck_assert_msg(!bad, "budget %ld: a status neither FT_OK nor FT_ENOMEM", n);
-    ck_assert_msg(live == 0, "budget %ld: %ld block(s) leaked", n, live);
+    ck_assert_msg(oom_live == 0, "budget %ld: %ld block(s) leaked", n,
+                  oom_live);
     if (got_refused == 0)
       break;
     failures++;
   }
   ck_assert_int_gt(failures, 10);
   /* And with plenty of memory under the budget allocator, the same. */
-  use_budget(-1);
+  oom_use_budget(-1);
   char *got = filtered(ACCT, 0, in, len, 5, NULL);
   ck_assert_str_eq(got, want);
   ft__free(got);
-  use_default();
+  oom_use_default();
   ft__free(want);
 }
 END_TEST
