@@ -137,6 +137,13 @@ static void take_signals(drv_t *d) {
         d->signo = b[i];
 }
 
+/* probe.h's stop: a signal ends the probes under way. */
+static int probes_stop(void *arg) {
+  drv_t *d = arg;
+  take_signals(d);
+  return d->signo != 0;
+}
+
 /* ---- programs ---- */
 
 /* ${NAME:-$(command -v WORD || echo "$HERE/WORD")} */
@@ -663,7 +670,8 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   return rc;
 }
 
-/* PROBE: the hosts asked, then PROBED (or the signal that came). */
+/* PROBE: the hosts asked, then PROBED (or the signal that came: a signal
+ * ends the probes under way, probe.h's stop). */
 static int run_probe(drv_t *d, const ft__launch_action_t *a) {
   ft__words_t bad = FT__WORDS_INIT;
   unsigned long long t0 = wall_ms();
@@ -885,7 +893,10 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                           .be = ctx->be,
                           /* the environment's array moves as it grows:
                            * taken anew before each use */
-                          .envp = ctx->env->kv.v};
+                          .envp = ctx->env->kv.v,
+                          .wake_fd = sig_pipe[0],
+                          .stop = probes_stop,
+                          .stop_arg = &d};
   if (d.probe.tries < 1)
     d.probe.tries = 1;
   ft__launch_plan_job(ctx->plan, a, "", 0, &d.spare_job);
