@@ -17,10 +17,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <locale.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,7 +253,33 @@ static int run(launch_t *l, int argc, char **argv) {
   return ft__launch_run(&ctx);
 }
 
+/* SIGPIPE: a write to a pipe whose reader went (ft-launch ... 2>&1 | head
+ * -1) fails with EPIPE instead of killing ft-launch with its job still
+ * running and its temporary directory left; what it starts gets SIG_DFL
+ * back (exec; proc.h's fork). */
+static void on_pipe(int signo) { (void)signo; }
+
+/* A standard descriptor closed (2>&-, >&-, <&-) is /dev/null: else the
+ * first pipe or file opened would take its number, and our lines would go
+ * into it (the signal pipe, a hostfile). */
+static void standard_fds(void) {
+  for (int fd = 0; fd <= 2; fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int null = open("/dev/null", O_RDWR);
+      if (null >= 0 && null != fd) {
+        dup2(null, fd);
+        close(null);
+      }
+    }
+}
+
 int main(int argc, char **argv) {
+  standard_fds();
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_pipe;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, NULL);
   setlocale(LC_CTYPE, "");
   setlocale(LC_COLLATE, "");
   struct timespec now;

@@ -9,10 +9,14 @@
  */
 #include "launch/probe.h"
 
+#include <errno.h>
 #include <netdb.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -111,7 +115,8 @@ typedef struct one {
   ft__text_t prog;
   int here;  /* this host: not probed */
   int found; /* prog names the program */
-  pid_t pid;
+  pid_t pid; /* its process until waited for, then 0 */
+  int status; /* its exit status, once waited for */
 } one_t;
 
 static int prepare(const ft__probe_t *p, const this_names_t *t,
@@ -122,6 +127,42 @@ static int prepare(const ft__probe_t *p, const this_names_t *t,
     return FT_ENOMEM;
   o->found = o->argv.n > 0 ? ft__proc_find(p->envp, o->argv.v[0], &o->prog) : 0;
   return o->found < 0 ? FT_ENOMEM : FT_OK;
+}
+
+/* Wait for the hosts' processes until they have all ended or p->stop
+ * says to end them (then a TERM each; the caller waits for what is
+ * left).  SIGCHLD is not ours to catch here: the caller's wake_fd may say
+ * that a child ended, else the second's timeout does. */
+static void wait_or_stop(const ft__probe_t *p, one_t *o, int n) {
+  for (;;) {
+    int left = 0;
+    for (int i = 0; i < n; i++) {
+      if (o[i].here || o[i].pid <= 0)
+        continue;
+      int st;
+      pid_t r = waitpid(o[i].pid, &st, WNOHANG);
+      if (r == o[i].pid) {
+        o[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        o[i].pid = 0;
+      } else if (r < 0 && errno != EINTR) {
+        o[i].status = -1; /* not ours to wait for: lost */
+        o[i].pid = 0;
+      } else {
+        left++;
+      }
+    }
+    if (!left)
+      return;
+    struct pollfd pf = {.fd = p->wake_fd, .events = POLLIN};
+    if (poll(&pf, p->wake_fd >= 0 ? 1 : 0, 1000) < 0 && errno != EINTR)
+      ft__proc_sleep_ms(100);
+    if (p->stop(p->stop_arg)) {
+      for (int i = 0; i < n; i++)
+        if (!o[i].here && o[i].pid > 0)
+          kill(o[i].pid, SIGTERM);
+      return;
+    }
+  }
 }
 
 int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
@@ -147,8 +188,12 @@ int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
       o[i].pid = ft__proc_bounded(o[i].found ? o[i].prog.s : NULL, o[i].argv.v,
                                  p->envp, p->timeout_s, tries);
   /* Every process started is waited for, whatever else failed. */
+  if (p->stop)
+    wait_or_stop(p, o, n);
   for (int i = 0; i < n; i++) {
-    int lost = !o[i].here && (o[i].pid < 0 || ft__proc_wait(o[i].pid) != 0);
+    if (!o[i].here && o[i].pid > 0)
+      o[i].status = ft__proc_wait(o[i].pid);
+    int lost = !o[i].here && (o[i].pid < 0 || o[i].status != 0);
     if (rc == FT_OK && lost)
       rc = ft__words_add(bad, hosts[i]);
     ft__words_free(&o[i].argv);

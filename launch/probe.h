@@ -7,7 +7,7 @@
  * 1, 2, 4... s apart, each try bounded by the timeout (TERM, then KILL 2 s
  * later, as timeout -k 2 T does).  This host (localhost, 127.*, ::1, its
  * names) is never asked.  Blocking: it returns once every host has
- * answered or failed.  The probes' output goes nowhere; their input is
+ * answered or failed, or soon after the caller's stop said so.  The probes' output goes nowhere; their input is
  * /dev/null.  Each host's tries are a child process of the caller's,
  * waited for by its pid (launch/proc.h).
  */
@@ -27,6 +27,17 @@ typedef struct ft__probe {
   const char *timeout; /* --timeout as given, for messages */
   const ft__launcher_t *be;
   char *const *envp; /* the environment the probes run in */
+  /* The caller's way to end the probes under way (NULL: none, they are
+   * waited for to their end): while they run, whenever wake_fd is
+   * readable (the caller's signal pipe: a signal, a child's end) or a
+   * second has passed, stop(stop_arg) is asked; once it says nonzero,
+   * each host's process gets a TERM, which ends its try (KILL 2 s later)
+   * and its tries, and is waited for: ft__probe_unreachable returns
+   * within about 2 s, every host not answered yet counted lost.  Only the
+   * caller's process asks it: the watchdog's probes have none. */
+  int wake_fd;
+  int (*stop)(void *arg);
+  void *stop_arg;
 } ft__probe_t;
 
 /* Those of hosts[0..n) that are lost, in their order, appended to bad;

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -34,6 +35,7 @@
 #include "launch/leftovers.h"
 #include "launch/machine.h"
 #include "launch/probe.h"
+#include "launch/proc.h"
 #include "launch/quote.h"
 #include "launch/spares.h"
 #include "launch/watchdog.h"
@@ -80,7 +82,17 @@ typedef struct drv {
   int ended;      /* END done for this launch */
   int signo;      /* a signal seen while a launch or probe ran */
   int status;     /* the launcher's exit status, bash's $? */
+  /* The event that answers the last RUN or PROBE, fed by ft__launch_run's
+   * loop (never from inside the action: a launch or probe nested in the
+   * one before would take stack for every restart). */
+  ft__launch_event_t next;
+  ft__words_t next_hosts;            /* its hosts */
+  char next_host[FT_LAUNCH_NAME_MAX]; /* its host */
 } drv_t;
+
+/* What act() and feed() answer besides ft-launch's exit status (>= 0). */
+#define GO_ON (-1) /* the next action, or the machine awaits an event */
+#define NEXT (-2)  /* the action (a RUN or PROBE, the last) left d->next */
 
 static double wall_now(void) {
   struct timespec t;
@@ -128,14 +140,23 @@ static void say_line(const drv_t *d, unsigned flags, const char *text) {
 
 static void say(const drv_t *d, const char *text) { say_line(d, 0, text); }
 
-/* A signal that came: the first one counts (the machine takes one). */
+/* A signal that came: the first one counts (the machine takes one).  A
+ * byte that names none of INT, TERM, HUP is no signal of ours (CHLD only
+ * wakes the loop). */
 static void take_signals(drv_t *d) {
   unsigned char b[64];
   ssize_t n;
   while ((n = read(sig_pipe[0], b, sizeof(b))) > 0)
     for (ssize_t i = 0; i < n; i++)
-      if (b[i] != SIGCHLD && !d->signo)
+      if ((b[i] == SIGINT || b[i] == SIGTERM || b[i] == SIGHUP) && !d->signo)
         d->signo = b[i];
+}
+
+/* probe.h's stop: a signal ends the probes under way. */
+static int probes_stop(void *arg) {
+  drv_t *d = arg;
+  take_signals(d);
+  return d->signo != 0;
 }
 
 /* ---- programs ---- */
@@ -255,19 +276,21 @@ static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
     ft__words_free(&argv);
     return -1;
   }
-  pid_t pid = fork();
+  /* Every signal blocked across the fork and our handlers gone in the
+   * child before it unblocks them: a signal then is the launcher's, never
+   * a byte of the child's in our signal pipe. */
+  pid_t pid = ft__proc_fork();
   if (pid == 0) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL), signal(SIGCHLD, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
     dup2(p[1], 2);
     if (!stdin_ours) {
       int null = open("/dev/null", O_RDONLY);
-      if (null >= 0)
+      if (null > 0) {
         dup2(null, 0);
+        close(null); /* not a descriptor more in the launcher */
+      }
     }
     if (strchr(ft__text_str(&path), '/'))
       execve(ft__text_str(&path), argv.v, d->c->env->kv.v);
@@ -464,18 +487,36 @@ static void read_verdict(drv_t *d, ft__launch_event_t *ev, char *host,
 
 static int act(drv_t *d, const ft__launch_action_t *a);
 
-/* Feed ev, and carry out what it decides (a RUN among it is refused: the
- * machine asks none while a launch runs). */
+/* Feed ev, and carry out what it decides up to the RUN or PROBE that
+ * asks for the next event (NEXT: it is in d->next) or the EXIT (its
+ * status).  GO_ON: nothing more to do (a refused event; the machine
+ * awaits the next one). */
 static int feed(drv_t *d, const ft__launch_event_t *ev) {
   if (ft__launch_event(d->m, ev) != FT_OK)
-    return -1;
+    return GO_ON;
   ft__launch_action_t a;
   while (ft__launch_action(d->m, &a)) {
     int rc = act(d, &a);
-    if (rc >= 0)
+    if (rc != GO_ON)
       return rc;
   }
-  return -1;
+  return GO_ON;
+}
+
+/* An event fed while a launch runs (a verdict, a signal): it asks no RUN
+ * nor PROBE (the machine asks none then); one that did would be a defect,
+ * and ends ft-launch rather than lose the launch under way. */
+static int feed_during(drv_t *d, const ft__launch_event_t *ev) {
+  int rc = feed(d, ev);
+  return rc == NEXT ? FT_LAUNCH_EXIT_FAIL : rc;
+}
+
+/* A SIGNAL for d->next: the signal seen, taken. */
+static int next_signal(drv_t *d) {
+  d->next = (ft__launch_event_t){.kind = FT_LAUNCH_EV_SIGNAL,
+                                 .signo = d->signo};
+  d->signo = 0;
+  return NEXT;
 }
 
 /* The launch under way until its launcher ends; a signal or a verdict is
@@ -507,7 +548,7 @@ static int wait_launch(drv_t *d) {
       if (ev.kind && d->filter)
         ft__filter_failing(d->filter);
       if (ev.kind) {
-        int rc = feed(d, &ev);
+        int rc = feed_during(d, &ev);
         if (rc >= 0)
           return rc;
       }
@@ -519,12 +560,12 @@ static int wait_launch(drv_t *d) {
     if (d->signo) {
       ft__launch_event_t ev = {.kind = FT_LAUNCH_EV_SIGNAL, .signo = d->signo};
       d->signo = 0;
-      int rc = feed(d, &ev);
+      int rc = feed_during(d, &ev);
       if (rc >= 0)
         return rc;
     }
   }
-  return -1;
+  return GO_ON;
 }
 
 /* After the launcher: the watchdog, the leftovers, the rest of the pipe
@@ -630,10 +671,14 @@ static void stamps_before(drv_t *d, const ft__launch_action_t *a,
 }
 
 /* RUN: one launch, to its end.  >= 0: ft-launch's exit status (a signal
- * ended it); else the machine awaits its EXIT, in *ev. */
+ * ended it); NEXT: the machine awaits its EXIT, in d->next (or the signal
+ * that came before it started or during its teardown). */
 static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   ft__launch_cmd_t cmd = FT__LAUNCH_CMD_INIT;
   int restore = (a->flags & FT_LAUNCH_RUN_RESTORE) != 0;
+  take_signals(d);
+  if (d->signo)
+    return next_signal(d); /* no launch started only to be ended */
   d->run_flags = a->flags;
   new_id(d);
   if (build_launch(d, a, &cmd) != 0) {
@@ -692,8 +737,9 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
     ft__stamps_read_times(&d->ts, ft__text_str(&d->times), "fresh", "r_");
     ft__stamps_read_times(&d->ts, ft__text_str(&d->times), "full", "r_");
   }
-  ft__words_t lost = FT__WORDS_INIT;
-  d->c->be->lost(ft__text_str(&d->hidden), &lost);
+  ft__words_t *lost = &d->next_hosts;
+  ft__words_free(lost);
+  d->c->be->lost(ft__text_str(&d->hidden), lost);
   unsigned flags = 0;
   if (times_has(d, "restore") || times_has(d, "fresh"))
     flags |= FT_LAUNCH_REBUILT;
@@ -701,13 +747,16 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
     flags |= FT_LAUNCH_ACCOUNTED;
   if (restore && ft__stamps_get(&d->ts, "r_fresh_ms"))
     flags |= FT_LAUNCH_FRESH;
-  ft__launch_event_t ev = {
+  const char *full = restore ? ft__stamps_get(&d->ts, "r_full_host") : NULL;
+  if (full)
+    snprintf(d->next_host, sizeof(d->next_host), "%s", full);
+  d->next = (ft__launch_event_t){
       .kind = FT_LAUNCH_EV_EXIT,
       .status = d->status,
       .ms = (uint64_t)((mono_now() - m0) * 1000.0),
-      .hosts = (const char *const *)lost.v,
-      .nhosts = lost.n,
-      .host = restore ? ft__stamps_get(&d->ts, "r_full_host") : NULL,
+      .hosts = (const char *const *)lost->v,
+      .nhosts = lost->n,
+      .host = full ? d->next_host : NULL,
       .flags = flags};
   if (!restore) {
     /* TS anew: the failed launch's end, its teardown's */
@@ -716,43 +765,37 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
     ft__stamps_setu(&d->ts, "torn", wall_ms());
     ft__stamps_set(&d->ts, "restores", "0");
   }
-  if (d->signo) {
-    /* a signal during the teardown: the machine takes it first */
-    ft__words_free(&lost);
-    ft__launch_event_t sev = {.kind = FT_LAUNCH_EV_SIGNAL, .signo = d->signo};
-    d->signo = 0;
-    return feed(d, &sev);
-  }
-  rc = feed(d, &ev);
-  ft__words_free(&lost);
-  return rc;
+  /* A signal during the teardown (its wait for the pipe's writers takes
+   * up to 10 s): the machine takes it first, before any restart. */
+  take_signals(d);
+  if (d->signo)
+    return next_signal(d);
+  return NEXT;
 }
 
-/* PROBE: the hosts asked, then PROBED (or the signal that came). */
+/* PROBE: the hosts asked, then PROBED, in d->next (or the signal that
+ * came: a signal ends the probes under way, probe.h's stop). */
 static int run_probe(drv_t *d, const ft__launch_action_t *a) {
-  ft__words_t bad = FT__WORDS_INIT;
+  ft__words_t *bad = &d->next_hosts;
+  ft__words_free(bad);
+  take_signals(d);
+  if (d->signo)
+    return next_signal(d);
   unsigned long long t0 = wall_ms();
   d->probe.envp = d->c->env->kv.v;
-  ft__probe_unreachable(&d->probe, a->hosts, a->nhosts, a->tries, &bad);
+  ft__probe_unreachable(&d->probe, a->hosts, a->nhosts, a->tries, bad);
   /* The recovery's time in probes: what the supervisor's own part of it
    * leaves out (ft-bench's downtime table). */
   const char *was = ft__stamps_get(&d->ts, "probes_ms");
   ft__stamps_setu(&d->ts, "probes_ms",
                   (was ? strtoull(was, NULL, 10) : 0) + wall_ms() - t0);
   take_signals(d);
-  reap(d);
-  if (d->signo) {
-    ft__words_free(&bad);
-    ft__launch_event_t sev = {.kind = FT_LAUNCH_EV_SIGNAL, .signo = d->signo};
-    d->signo = 0;
-    return feed(d, &sev);
-  }
-  ft__launch_event_t ev = {.kind = FT_LAUNCH_EV_PROBED,
-                           .hosts = (const char *const *)bad.v,
-                           .nhosts = bad.n};
-  int rc = feed(d, &ev);
-  ft__words_free(&bad);
-  return rc;
+  if (d->signo)
+    return next_signal(d);
+  d->next = (ft__launch_event_t){.kind = FT_LAUNCH_EV_PROBED,
+                                 .hosts = (const char *const *)bad->v,
+                                 .nhosts = bad->n};
+  return NEXT;
 }
 
 /* SUMMARY: summary() for the node set as it is now. */
@@ -810,39 +853,40 @@ static void mpirun_said(drv_t *d) {
 }
 
 /* One action; >= 0: ft-launch's exit status (EXIT, or a run a signal
- * ended). */
+ * ended); NEXT after a RUN or PROBE: the event that answers it is in
+ * d->next; GO_ON else. */
 static int act(drv_t *d, const ft__launch_action_t *a) {
   switch (a->kind) {
   case FT_LAUNCH_ACT_SAY:
     say_line(d, a->flags, a->text);
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_SUMMARY:
     summary(d);
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_RUN:
     return run_launch(d, a);
   case FT_LAUNCH_ACT_END:
     end_launch(d);
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_PROBE:
     return run_probe(d, a);
   case FT_LAUNCH_ACT_MPIRUN_SAID:
     mpirun_said(d);
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_HELD:
     if (d->later.len)
       put_err(d->later.s, d->later.len);
     ft__text_clear(&d->later);
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_STAMPS:
     if (d->account.len)
       append_times_file(d, ft__text_str(&d->account), 1);
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_STAMP:
     ft__stamps_setu(&d->ts,
                     a->point == FT_LAUNCH_PROBED ? "probed" : "regrouped",
                     wall_ms());
-    return -1;
+    return GO_ON;
   case FT_LAUNCH_ACT_EXIT:
     if (d->mpirun > 0) {
       end_launch(d);
@@ -865,17 +909,21 @@ static int act(drv_t *d, const ft__launch_action_t *a) {
     }
     return a->code;
   default:
-    return -1;
+    return GO_ON;
   }
 }
 
 /* ---- the machine's configuration ---- */
 
-static int64_t count_of(const char *s) {
+/* A count of the command line (validated: digits, >= 0) as the machine
+ * takes it: one past INT_MAX (--restarts 4294967296) is INT_MAX, as good
+ * as unbounded, not the int it would wrap to (0, or a negative the
+ * machine refuses). */
+static int count_of(const char *s) {
   int64_t v = 0;
-  if (!s || !*s || ft__launch_arith(s, &v) != 0)
+  if (!s || !*s || ft__launch_arith(s, &v) != 0 || v < 0)
     return 0;
-  return v;
+  return v > INT_MAX ? INT_MAX : (int)v;
 }
 
 static int make_machine(drv_t *d, ft__text_t *probe_text) {
@@ -892,11 +940,11 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
       .nodes = (int)p->nnodes,
       .pool = (const char *const *)pool->v,
       .npool = pool->n,
-      .spares = (int)count_of(p->spares),
-      .restarts = (int)count_of(a->restarts),
+      .spares = count_of(p->spares),
+      .restarts = count_of(a->restarts),
       .cluster = *a->cluster != '\0',
       .probe = ft__text_str(probe_text),
-      .probe_tries = (int)count_of(a->probe_tries),
+      .probe_tries = count_of(a->probe_tries),
       .timeout = a->timeout,
       .restore_job = a->restore_job,
       .one_per_node = a->one_per_node,
@@ -944,13 +992,16 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                           .cluster_cmd = d.cluster_cmd,
                           .words = (const char *const *)ctx->plan->probe.v,
                           .nwords = ctx->plan->probe.n,
-                          .tries = (int)count_of(a->probe_tries),
+                          .tries = count_of(a->probe_tries),
                           .timeout_s = timeout_s,
                           .timeout = a->timeout,
                           .be = ctx->be,
                           /* the environment's array moves as it grows:
                            * taken anew before each use */
-                          .envp = ctx->env->kv.v};
+                          .envp = ctx->env->kv.v,
+                          .wake_fd = sig_pipe[0],
+                          .stop = probes_stop,
+                          .stop_arg = &d};
   if (d.probe.tries < 1)
     d.probe.tries = 1;
   ft__launch_plan_job(ctx->plan, a, "", 0, &d.spare_job);
@@ -965,8 +1016,15 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
   if (make_machine(&d, &probe_text) != FT_OK) {
     say(&d, "out of memory, or a placement the supervisor cannot hold");
   } else {
-    ft__launch_event_t start = {.kind = FT_LAUNCH_EV_START};
-    rc = feed(&d, &start);
+    /* One event at a time: each RUN or PROBE leaves the event that
+     * answers it, fed here, so that the stack stays as deep whatever the
+     * number of restarts. */
+    ft__launch_event_t ev = {.kind = FT_LAUNCH_EV_START};
+    rc = feed(&d, &ev);
+    while (rc == NEXT) {
+      ev = d.next;
+      rc = feed(&d, &ev);
+    }
     if (rc < 0)
       rc = ft__launch_exit_code(d.m) >= 0 ? ft__launch_exit_code(d.m)
                                           : FT_LAUNCH_EXIT_FAIL;
@@ -979,6 +1037,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
   ft__text_free(&d.later);
   ft__text_free(&d.times);
   ft__text_free(&d.hidden);
+  ft__words_free(&d.next_hosts);
   ft__text_free(&probe_text);
   free(hold);
   free(fresh);

@@ -338,7 +338,12 @@ static int pings(const ft__probe_t *p) {
 }
 
 static void watchdog(const ft__watchdog_t *w) {
-  const ft__probe_t *p = w->probe;
+  /* The caller's stop is of its process (its signal pipe): here the
+   * probes are waited for, and a TERM ends the watchdog's group. */
+  ft__probe_t own = *w->probe;
+  own.stop = NULL;
+  own.wake_fd = -1;
+  const ft__probe_t *p = &own;
   size_t n = w->nhosts > 0 ? (size_t)w->nhosts : 0;
   wd_t d = {.w = w,
             .p = p,

@@ -12,8 +12,8 @@
 # it those cases are skipped, and said so.  Each case runs on one CPU
 # (the yield rule counts them) from one directory holding ft-launch and
 # copies of the scripts; the test's own paths and names are written
-# @WORK@, @CL@ and @PID@ in the expected file, the temporary directory
-# ft-launch.XXXXXX.  FTRT_RECORD=PROGRAM writes the expected file anew from
+# @WORK@, @BLD@ (the build directory), @CL@ and @PID@ in the expected
+# file, the temporary directory ft-launch.XXXXXX.  FTRT_RECORD=PROGRAM writes the expected file anew from
 # PROGRAM's answers instead (a change of ft-launch's words: the diff of
 # the file shows it whole).
 # shellcheck source=tests/cluster/common.sh
@@ -49,7 +49,8 @@ run_as() {
     >"$out.out" 2>"$out.err" </dev/null)
   echo "exit $?" >"$out.rc"
   { cat "$out.rc"; echo "-- stdout"; cat "$out.out"; echo "-- stderr"; cat "$out.err"; } |
-    sed -E -e "s#$WORK#@WORK@#g" -e 's#/ft-launch\.[A-Za-z0-9]{6}#/ft-launch.XXXXXX#g' \
+    sed -E -e "s#$WORK#@WORK@#g" -e "s#$BLD/#@BLD@/#g" \
+      -e 's#/ft-launch\.[A-Za-z0-9]{6}#/ft-launch.XXXXXX#g' \
       ${CL:+-e "s#$CL#@CL@#g"} -e "s#nolaunch$$#nolaunch@PID@#g"
 }
 

@@ -4,7 +4,8 @@
  * "sh -c CODE HOST true": $0 is the host), and which writes each try into
  * the test's directory.  The hosts lost and their order, the tries and
  * their retries, a hanging probe ended at the timeout (by TERM, or by KILL
- * 2 s later when it ignores TERM), this host never asked, a probe that
+ * 2 s later when it ignores TERM), probes ended by the caller's stop,
+ * this host never asked, a probe that
  * cannot be started; the cluster's ping from a fake ft-cluster; the words
  * of the messages.
  */
@@ -102,6 +103,52 @@ START_TEST(hanging_probe_ended) {
   lost_are(&p, hosts, 3, 0, "slow1 stubborn1");
   ck_assert(procs_gone(pid_in("pid.slow1")));
   ck_assert(procs_gone(pid_in("pid.stubborn1")));
+}
+END_TEST
+
+/* The caller's stop (its signals): asked while the probes run, nonzero
+ * once both hanging probes have started. */
+static int stop_calls;
+static int stop_once_hanging(void *arg) {
+  (void)arg;
+  stop_calls++;
+  char a[256], b[256];
+  path_of(a, sizeof(a), "pid.slow1");
+  path_of(b, sizeof(b), "pid.slow2");
+  return access(a, F_OK) == 0 && access(b, F_OK) == 0;
+}
+static int never_stop(void *arg) {
+  (void)arg;
+  stop_calls++;
+  return 0;
+}
+
+/* A stop that says so ends the probes under way at once: hosts that hang
+ * for 3 tries of 30 s (Check's 60 s bound a call that waits for them)
+ * are lost, their probes gone, the host that answered is not lost.  A
+ * stop that never says so changes nothing, its wake-up descriptor a pipe
+ * no one writes. */
+START_TEST(probes_stopped) {
+  ft__probe_t p = probe_of(3, 30, "30");
+  p.wake_fd = -1;
+  p.stop = stop_once_hanging;
+  const char *const hosts[] = {"slow1", "up1", "slow2"};
+  lost_are(&p, hosts, 3, 0, "slow1 slow2");
+  ck_assert(stop_calls > 0);
+  ck_assert(procs_gone(pid_in("pid.slow1")));
+  ck_assert(procs_gone(pid_in("pid.slow2")));
+  ck_assert_int_eq(procs_count(tries_file, "slow1"), 1);
+  int fds[2];
+  ck_assert_int_eq(pipe(fds), 0);
+  p = probe_of(2, 10, "10");
+  p.wake_fd = fds[0];
+  p.stop = never_stop;
+  const char *const more[] = {"down1", "up1", "flaky1"};
+  stop_calls = 0;
+  lost_are(&p, more, 3, 0, "down1");
+  ck_assert_int_eq(procs_count(tries_file, "down1"), 2);
+  close(fds[0]);
+  close(fds[1]);
 }
 END_TEST
 
@@ -206,6 +253,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, lost_in_order);
   tcase_add_test(tc, retries);
   tcase_add_test(tc, hanging_probe_ended);
+  tcase_add_test(tc, probes_stopped);
   tcase_add_test(tc, this_host_not_asked);
   tcase_add_test(tc, probe_not_started);
   tc = tmpdir_tcase(s, "cluster", 60);
