@@ -26,8 +26,14 @@ case $FAKE_MODE in
   wait) echo $$ >"$FAKE_DIR/mpirun.pid"; exec sleep 300 ;;
   holder)
     env -u FTRT_LAUNCH_ID setsid sleep 30 &
-    echo $! >"$FAKE_DIR/holder.pid"
-    sleep 0.5   # its exec done: no FTRT_LAUNCH_ID in it any more
+    h=$!
+    echo $h >"$FAKE_DIR/holder.pid"
+    # until its exec of sleep is done: no FTRT_LAUNCH_ID in it any more
+    # (60 s bound a hang)
+    for _ in $(seq 600); do
+      [ "$(tr '\0' ' ' </proc/$h/cmdline 2>/dev/null)" = "sleep 30 " ] && break
+      sleep 0.1
+    done
     : >"$FAKE_DIR/mpirun.exited"; exit 3 ;;
   fds)
     n=0; while [ -e "$FAKE_DIR/fds.$n" ]; do n=$((n + 1)); done
