@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "launch/proc.h"
 
 static int read_all(int fd, ft__text_t *out) {
   char buf[4096];
@@ -26,14 +27,6 @@ static int read_all(int fd, ft__text_t *out) {
     if (ft__text_addn(out, buf, (size_t)n) != FT_OK)
       return FT_ENOMEM;
   }
-}
-
-static int bash_status(int st) {
-  if (WIFEXITED(st))
-    return WEXITSTATUS(st);
-  if (WIFSIGNALED(st))
-    return 128 + WTERMSIG(st);
-  return 1;
 }
 
 int ft__command_output(char *const *argv, char *const *envp, int with_stderr,
@@ -60,7 +53,7 @@ int ft__command_output(char *const *argv, char *const *envp, int with_stderr,
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
-  *status = bash_status(st);
+  *status = ft__proc_status(st);
   return rc;
 }
 

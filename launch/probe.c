@@ -142,7 +142,7 @@ static void wait_or_stop(const ft__probe_t *p, one_t *o, int n) {
       int st;
       pid_t r = waitpid(o[i].pid, &st, WNOHANG);
       if (r == o[i].pid) {
-        o[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        o[i].status = ft__proc_status(st);
         o[i].pid = 0;
       } else if (r < 0 && errno != EINTR) {
         o[i].status = -1; /* not ours to wait for: lost */

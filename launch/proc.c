@@ -178,7 +178,7 @@ static void send_to_try(pid_t pid, int sig) {
   }
 }
 
-static int bash_status(int st) {
+int ft__proc_status(int st) {
   if (WIFEXITED(st))
     return WEXITSTATUS(st);
   if (WIFSIGNALED(st))
@@ -249,7 +249,7 @@ static int one_try(const char *path, char *const *argv, char *const *envp,
   }
   if (timed_out)
     return stage == 2 ? 128 + SIGKILL : 124;
-  return bash_status(st);
+  return ft__proc_status(st);
 }
 
 pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
@@ -289,7 +289,7 @@ int ft__proc_wait(pid_t pid) {
   for (;;) {
     pid_t r = waitpid(pid, &st, 0);
     if (r == pid)
-      return bash_status(st);
+      return ft__proc_status(st);
     if (r < 0 && errno != EINTR)
       return -1;
   }

@@ -58,6 +58,10 @@ void ft__proc_child_init(int keep);
 pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
                       double timeout_s, int tries);
 
+/* A wait status as bash's $? has it: the exit code, 128 + the signal that
+ * ended it (1 for anything else). */
+int ft__proc_status(int st);
+
 /* Wait for the child pid (EINTR retried): its status as bash's $? has it
  * (the exit code, 128 + the signal that ended it), -1 when pid is none of
  * ours. */

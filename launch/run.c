@@ -458,7 +458,7 @@ static void reap(drv_t *d) {
   /* Only the launcher: the other children are their modules' to wait
    * for (the watchdog's, the spares'). */
   if (d->mpirun > 0 && (r = waitpid(d->mpirun, &st, WNOHANG)) == d->mpirun) {
-    d->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    d->status = ft__proc_status(st);
     d->mpirun = 0;
   }
 }
