@@ -1063,19 +1063,24 @@ START_TEST(account_line_direct) {
 }
 END_TEST
 
+/* A case of s, bounded at limit seconds: a hang, under sanitizers and a
+ * loaded machine too, never an expected duration. */
+static TCase *new_case(Suite *s, const char *name, double limit) {
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, limit);
+  return tc;
+}
+
 Suite *unit_suite(unit_prog_t *prog) {
   (void)prog;
   Suite *s = suite_create("filter");
-  TCase *tc = tcase_create("lines");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  TCase *tc = new_case(s, "lines", 120);
   tcase_add_test(tc, program_lines_pass);
   tcase_add_test(tc, banner_is_one_line);
   tcase_add_test(tc, unclosed_banner_shown_whole);
   tcase_add_test(tc, notices_hidden);
   tcase_add_test(tc, verbose_shows_all);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("failing attempt");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  tc = new_case(s, "failing attempt", 120);
   tcase_add_test(tc, healthy_untouched);
   tcase_add_test(tc, mpirun_one_liners);
   tcase_add_test(tc, rank_signal_summed_up);
@@ -1086,37 +1091,25 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, caller_says_failing);
   tcase_add_test(tc, verbose_failing);
   tcase_add_test(tc, failing_bytes);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("times lines");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  tc = new_case(s, "times lines", 120);
   tcase_add_test(tc, times_lines_sorted);
   tcase_add_test(tc, slots_prepare);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("account");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  tc = new_case(s, "account", 120);
   tcase_add_test(tc, account_in_job);
   tcase_add_test(tc, account_restore_apart);
   tcase_add_test(tc, fresh_told);
   tcase_add_test(tc, account_edges);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("bytes");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  tc = new_case(s, "bytes", 120);
   tcase_add_test(tc, any_split_same);
   tcase_add_test(tc, nul_and_long_lines);
   tcase_add_test(tc, end_once);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("out of memory");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  tc = new_case(s, "out of memory", 60);
   tcase_add_checked_fixture(tc, NULL, teardown);
   tcase_add_test(tc, oom_loses_a_line);
   tcase_add_test(tc, oom_every_allocation);
-  tcase_set_timeout(tc, 60);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("stamps");
-  tcase_set_timeout(tc, 120); /* bounds a hang, under sanitizers too */
+  tc = new_case(s, "stamps", 120);
   tcase_add_test(tc, stamps_table);
   tcase_add_test(tc, stamps_read_times);
   tcase_add_test(tc, account_line_direct);
-  suite_add_tcase(s, tc);
   return s;
 }
