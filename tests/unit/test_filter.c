@@ -1068,6 +1068,7 @@ END_TEST
 static TCase *new_case(Suite *s, const char *name, double limit) {
   TCase *tc = tcase_create(name);
   tcase_set_timeout(tc, limit);
+  suite_add_tcase(s, tc);
   return tc;
 }
 
