@@ -63,6 +63,10 @@ typedef struct drv {
   ft__stamps_t ts;            /* TS: the recovery under way */
   ft__text_t account;         /* the stamps the relaunch under way got */
   ft__text_t later;           /* its account, held back for after the job */
+  int tell_later;             /* hold it back: our stdout and stderr are one
+                                 file, where a line of ours could land
+                                 inside one of the job's */
+  ft__text_t line;            /* a line told at once */
   ft__text_t times;           /* the last launch's ftrt-times lines */
   ft__text_t hidden;          /* the last launch's launcher messages */
   const char *hold;           /* FT_HOLD as ft-launch was given it */
@@ -111,17 +115,6 @@ static double mono_now(void) {
 }
 
 /* One write a line: a line of ours never lands inside another. */
-static void put_err(const char *s, size_t n) {
-  while (n) {
-    ssize_t w = write(2, s, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return;
-    s += w, n -= (size_t)w;
-  }
-}
-
 static void say_line(const drv_t *d, unsigned flags, const char *text) {
   ft__text_t t = FT__TEXT_INIT;
   ft__text_add(&t, "ft-launch: ");
@@ -134,7 +127,7 @@ static void say_line(const drv_t *d, unsigned flags, const char *text) {
   ft__text_add(&t, "\n");
   if (flags & FT_LAUNCH_SAY_USAGE)
     ft__text_add(&t, "(ft-launch --help for usage)\n");
-  put_err(ft__text_str(&t), t.len);
+  ft__proc_write_all(2, ft__text_str(&t), t.len);
   ft__text_free(&t);
 }
 
@@ -388,25 +381,20 @@ static void filter_outputs(drv_t *d) {
   while (ft__filter_next(d->filter, &o)) {
     switch (o.kind) {
     case FT_FILTER_SHOW:
-      put_err(o.text, o.len);
+      ft__proc_write_all(2, o.text, o.len);
       break;
     case FT_FILTER_PREPARE:
       prepare_spares(d, o.bytes);
       break;
-    case FT_FILTER_TELL:
-      if (d->later.s || d->account.len) {
-        /* held back when our stdout and stderr are one file */
-        struct stat a, b;
-        if (fstat(1, &a) == 0 && fstat(2, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino) {
-          ft__text_addn(&d->later, o.text, o.len);
-          ft__text_add(&d->later, "\n");
-          break;
-        }
-      }
-      put_err(o.text, o.len);
-      put_err("\n", 1);
+    case FT_FILTER_TELL: {
+      ft__text_t *t = d->tell_later ? &d->later : &d->line;
+      ft__text_clear(&d->line);
+      ft__text_addn(t, o.text, o.len);
+      ft__text_add(t, "\n");
+      if (!d->tell_later) /* one write a line */
+        ft__proc_write_all(2, ft__text_str(t), t->len);
       break;
+    }
     case FT_FILTER_STAMPS: {
       ft__text_t t = FT__TEXT_INIT;
       ft__text_addn(&t, o.text, o.len);
@@ -693,6 +681,10 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   if (d->c->args->verbose)
     verbose_line(d, &cmd);
   ft__text_clear(&d->later);
+  struct stat o1, o2;
+  d->tell_later = d->account.len && fstat(1, &o1) == 0 &&
+                  fstat(2, &o2) == 0 && o1.st_dev == o2.st_dev &&
+                  o1.st_ino == o2.st_ino;
   if (ft__filter_new(&d->filter, d->id,
                      d->account.len ? ft__text_str(&d->account) : NULL,
                      d->c->args->verbose) != FT_OK ||
@@ -875,7 +867,7 @@ static int act(drv_t *d, const ft__launch_action_t *a) {
     return GO_ON;
   case FT_LAUNCH_ACT_HELD:
     if (d->later.len)
-      put_err(d->later.s, d->later.len);
+      ft__proc_write_all(2, d->later.s, d->later.len);
     ft__text_clear(&d->later);
     return GO_ON;
   case FT_LAUNCH_ACT_STAMPS:
@@ -1035,6 +1027,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
   ft__stamps_free(&d.ts);
   ft__text_free(&d.account);
   ft__text_free(&d.later);
+  ft__text_free(&d.line);
   ft__text_free(&d.times);
   ft__text_free(&d.hidden);
   ft__words_free(&d.next_hosts);
