@@ -950,17 +950,23 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
   return ft__launch_init(&d->m, &cfg);
 }
 
+/* INT, TERM and HUP end the job, but one ignored when ft-launch started
+ * stays ignored, as bash left it (a signal ignored on entry to a shell
+ * cannot be trapped): under nohup a hangup does not end the job, nor an
+ * INT one started in the background of a script; what ft-launch starts
+ * inherits it ignored, as under bash. */
 static void signals_on(void) {
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     return;
-  struct sigaction sa;
+  struct sigaction sa, was;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  static const int ends[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof(ends) / sizeof(*ends); i++)
+    if (sigaction(ends[i], NULL, &was) != 0 || was.sa_handler != SIG_IGN)
+      sigaction(ends[i], &sa, NULL);
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, NULL);
 }

@@ -387,13 +387,17 @@ int ft__watchdog_start(const ft__watchdog_t *w, pid_t *pid) {
         close(null);
       }
     }
-    struct sigaction sa;
+    struct sigaction sa, was;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_term;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    /* INT and HUP as ft-launch has them: one it ignores (nohup) does not
+     * end its watchdog either.  TERM is how ft__watchdog_stop ends it. */
+    if (sigaction(SIGINT, NULL, &was) != 0 || was.sa_handler != SIG_IGN)
+      sigaction(SIGINT, &sa, NULL);
+    if (sigaction(SIGHUP, NULL, &was) != 0 || was.sa_handler != SIG_IGN)
+      sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = on_pipe;
     sigaction(SIGPIPE, &sa, NULL);
     /* A process group of its own is a background one on a terminal: with

@@ -6,9 +6,10 @@
 # probes hang, and during the teardown's wait for a descendant that keeps
 # the launcher's stderr open; a standard error whose reader went, and
 # closed standard descriptors; no descriptor of ft-launch's own in a
-# launcher it starts.  Each signal ends
-# ft-launch with 128 + its number and "interrupted: ending the job", with
-# nothing of the job left and its temporary directory removed.
+# launcher it starts; HUP and INT ignored on entry (nohup, a background
+# job of a script) stay ignored.  Each signal ends ft-launch with 128 +
+# its number and "interrupted: ending the job", with nothing of the job
+# left and its temporary directory removed.
 # shellcheck source=tests/cluster/common.sh
 . "$(dirname "$0")/common.sh"
 L=$FT_LAUNCH
@@ -81,13 +82,13 @@ tmp_empty many
 ok "1000 restarts that each fail at once, on a 1 MiB stack"
 
 # A count past what an int holds is as good as unbounded: --restarts
-# 4294967296 restarts (it wrapped to 0), and INT ends it.
+# 4294967296 restarts (it wrapped to 0), and TERM ends it.
 FAKE_MODE=fail run_bg huge "$L" --nodes 2 --restarts 4294967296 --job drv -- x
 wait_for "$WORK/huge.out" 'restart 1 of [0-9]*: attempt failed' 60 "$BG"
-kill -INT "$BG"
-wait_pid "$BG" 20 || fail "ft-launch --restarts 4294967296 still runs 20 s after INT"
-interrupted huge 130
-ok "--restarts 4294967296: it restarts, and INT ends it"
+kill -TERM "$BG"
+wait_pid "$BG" 20 || fail "ft-launch --restarts 4294967296 still runs 20 s after TERM"
+interrupted huge 143
+ok "--restarts 4294967296: it restarts, and TERM ends it"
 
 # A signal while the probes hang (3 tries of 60 s each): ft-launch ends
 # them and goes at once.
@@ -101,24 +102,24 @@ for i in $(seq 600); do
   sleep 0.1
 done
 [ $live -ge 2 ] || fail "the probes of ha and hb did not start"
-kill -INT "$BG"
-wait_pid "$BG" 20 || { cat "$WORK/probe.out"; fail "ft-launch still runs 20 s after INT, its probes hanging"; }
-interrupted probe 130
+kill -HUP "$BG"
+wait_pid "$BG" 20 || { cat "$WORK/probe.out"; fail "ft-launch still runs 20 s after HUP, its probes hanging"; }
+interrupted probe 129
 for f in "$WORK/probes/"*; do dead "${f##*/}" || fail "probe ${f##*/} left running"; done
-ok "INT while the probes hang: exit 130 at once, no probe left"
+ok "HUP while the probes hang: exit 129 at once, no probe left"
 
 # A signal during the teardown (a descendant of the launcher keeps its
 # stderr open: up to 10 s) is taken before any restart.
 FAKE_MODE=holder run_bg teardown "$L" --nodes 2 --restarts 2 --job drv -- x
 wait_for "$WORK/teardown.out" 'attempt 1: mpirun started' 60 "$BG"
 for i in $(seq 300); do [ -e "$WORK/mpirun.exited" ] && break; sleep 0.1; done
-kill -INT "$BG"
-wait_pid "$BG" 30 || fail "ft-launch still runs 30 s after INT in its teardown"
+kill -TERM "$BG"
+wait_pid "$BG" 30 || fail "ft-launch still runs 30 s after TERM in its teardown"
 kill "$(cat "$WORK/holder.pid")" 2>/dev/null
-interrupted teardown 130
+interrupted teardown 143
 ! grep -q 'attempt 2' "$WORK/teardown.out" ||
-  { cat "$WORK/teardown.out"; fail "a relaunch after the INT in the teardown"; }
-ok "INT during the teardown: exit 130, no relaunch"
+  { cat "$WORK/teardown.out"; fail "a relaunch after the TERM in the teardown"; }
+ok "TERM during the teardown: exit 143, no relaunch"
 
 # A standard error whose reader went: the TERM still ends the job (a
 # SIGPIPE would have ended ft-launch and left mpirun running).
@@ -152,6 +153,24 @@ wait_pid "$BG" 20 || fail "ft-launch still runs 20 s after TERM, its descriptors
 for i in $(seq 50); do dead "$M" && break; sleep 0.1; done
 dead "$M" || { kill "$M"; fail "mpirun left running (descriptors closed)"; }
 ok "TERM with stderr's reader gone, and with 0-2 closed: exit 143, mpirun ended"
+
+# A signal ignored when ft-launch started stays ignored, as bash left it:
+# under nohup (HUP), in the background of a script (INT, as here); TERM
+# still ends the job.
+rm -f "$WORK/mpirun.pid"
+(trap '' HUP; FAKE_MODE=wait exec "$L" --nodes 2 --job drv -- x) >"$WORK/ignored.out" 2>&1 &
+BG=$!
+BG_PIDS+=("$BG")
+for i in $(seq 600); do [ -s "$WORK/mpirun.pid" ] && break; sleep 0.1; done
+M=$(cat "$WORK/mpirun.pid") || fail "the fake mpirun did not start (HUP ignored)"
+kill -HUP "$BG"
+kill -INT "$BG"
+kill -TERM "$BG"
+wait_pid "$BG" 20 || fail "ft-launch still runs 20 s after TERM (HUP and INT ignored)"
+interrupted ignored 143
+for i in $(seq 50); do dead "$M" && break; sleep 0.1; done
+dead "$M" || { kill "$M"; fail "mpirun left running (HUP and INT ignored)"; }
+ok "HUP and INT ignored on entry stay ignored (nohup, a script's background); TERM ends the job"
 
 # The launcher has the descriptors ft-launch was given, no more: the
 # program's, the relaunch's and ft-restore's.
