@@ -155,16 +155,17 @@ dead "$M" || { kill "$M"; fail "mpirun left running (descriptors closed)"; }
 ok "TERM with stderr's reader gone, and with 0-2 closed: exit 143, mpirun ended"
 
 # A signal ignored when ft-launch started stays ignored, as bash left it:
-# under nohup (HUP), in the background of a script (INT, as here); TERM
-# still ends the job.
+# under nohup (HUP), in the background of a script (INT); TERM still ends
+# the job.
 rm -f "$WORK/mpirun.pid"
-(trap '' HUP; FAKE_MODE=wait exec "$L" --nodes 2 --job drv -- x) >"$WORK/ignored.out" 2>&1 &
+(trap '' HUP INT; FAKE_MODE=wait exec "$L" --nodes 2 --job drv -- x) >"$WORK/ignored.out" 2>&1 &
 BG=$!
 BG_PIDS+=("$BG")
 for i in $(seq 600); do [ -s "$WORK/mpirun.pid" ] && break; sleep 0.1; done
 M=$(cat "$WORK/mpirun.pid") || fail "the fake mpirun did not start (HUP ignored)"
 kill -HUP "$BG"
 kill -INT "$BG"
+sleep 1   # time for a handler to act on them, were there one
 kill -TERM "$BG"
 wait_pid "$BG" 20 || fail "ft-launch still runs 20 s after TERM (HUP and INT ignored)"
 interrupted ignored 143
