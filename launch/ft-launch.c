@@ -1,19 +1,17 @@
 /*
- * ft-launch-c: ft-launch in C as far as it goes before anything of the job
- * starts: the command line and its environment (launch/args.h), the
- * placement and the probe (launch/plan.h), and the launcher's command line
- * from its backend (launch/backend.h, Open MPI 4.1).  It answers --help,
- * refuses what scripts/ft-launch refuses with the same lines and exit
- * codes, and with --dry-run prints what `ft-launch --dry-run` prints: the
- * "# hostfile:", "# spares:", "# probe:" and "# environment:" lines and the
- * command line quoted as bash's printf %q quotes it.  Any other run stops
- * after the plan, saying that only --dry-run is implemented (exit 1): the
- * supervisor is still scripts/ft-launch, and this program is not installed.
+ * ft-launch: the supervisor's main.  The command line and its environment
+ * (launch/args.h), the placement and the probe (launch/plan.h), and the
+ * launcher's command line from its backend (launch/backend.h, Open MPI
+ * 4.1); --help, the refusals (exit 1 and 2, the bash script's lines), and
+ * --dry-run, which prints the "# hostfile:", "# spares:", "# probe:" and
+ * "# environment:" lines and the command line quoted as bash's printf %q
+ * quotes it.  Any other run is the job, to its end (launch/run.h), and
+ * exits with its status.
  *
- * It runs in scripts/ft-launch's order (main there): parse, validate,
- * pick_python, the temporary directory, --fresh, the plan, the command.
- * Its directory stands for the script's: ft-cluster, ft-rsh, ft-nodelist
- * and ft-python are looked for next to the program itself.
+ * It runs in the order of the bash script it replaces (main there): parse,
+ * validate, pick_python, the temporary directory, --fresh, the plan, the
+ * command.  ft-cluster, ft-rsh, ft-nodelist and ft-python are looked for
+ * next to the program itself (installed), else on PATH (a build tree).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -216,7 +214,7 @@ static int prepare(launch_t *l, int argc, char **argv) {
     return refused(rc, &l->msg);
   if (find_here(l) != 0 ||
       ft__launch_pick_python(&l->args, &l->env, l->here) != FT_OK) {
-    say("cannot find where ft-launch-c is");
+    say("cannot find where ft-launch is");
     return FT_LAUNCH_EXIT_FAIL;
   }
   rc = make_tmp(l);

@@ -29,12 +29,13 @@ typedef struct ft__probe {
   char *const *envp; /* the environment the probes run in */
   /* The caller's way to end the probes under way (NULL: none, they are
    * waited for to their end): while they run, whenever wake_fd is
-   * readable (the caller's signal pipe: a signal, a child's end) or a
-   * second has passed, stop(stop_arg) is asked; once it says nonzero,
-   * each host's process gets a TERM, which ends its try (KILL 2 s later)
-   * and its tries, and is waited for: ft__probe_unreachable returns
-   * within about 2 s, every host not answered yet counted lost.  Only the
-   * caller's process asks it: the watchdog's probes have none. */
+   * readable (the caller's signal pipe: a signal, a child's end; stop
+   * reads what is there) or a second has passed, stop(stop_arg) is
+   * asked; once it says nonzero, each host's process gets a TERM, which
+   * ends its try (KILL 2 s later) and its tries, and is waited for:
+   * ft__probe_unreachable returns within about 2 s, every host not
+   * answered yet counted lost.  Only the caller's process asks it: the
+   * watchdog's probes have none. */
   int wake_fd;
   int (*stop)(void *arg);
   void *stop_arg;
