@@ -11,7 +11,8 @@
  * It runs in the order of the bash script it replaces (main there): parse,
  * validate, pick_python, the temporary directory, --fresh, the plan, the
  * command.  ft-cluster, ft-rsh, ft-nodelist and ft-python are looked for
- * next to the program itself (installed), else on PATH (a build tree).
+ * next to the program itself (installed), else on PATH, else in the
+ * sources' scripts/ that the build names (a build tree).
  */
 #include <dirent.h>
 #include <errno.h>
