@@ -2,14 +2,13 @@
  * The stamps and lines of launch/account.h.  The table is two lists side
  * by side, searched from the start: a recovery has a few dozen stamps.
  *
- * The account line is the awk of scripts/ft-launch's mpirun_filter, which
- * ran under mawk in the C locale, so its arithmetic and comparisons are
- * mawk's: a value used as a number is read by strtod (what it does not
+ * The account line's arithmetic and comparisons are those of mawk in the
+ * C locale: a value used as a number is read by strtod (what it does not
  * read counts as 0), and a value compared with a number is compared as a
  * number only when all of it is one (mawk's "strnum"), else as a string
  * with the number written as a string ("try abc" for restores=abc).
- * strtod and "%.2f" are the C locale's as the awk's were (LC_ALL=C) while
- * the program has set no other LC_NUMERIC.
+ * strtod and "%.2f" are the C locale's while the program has set no other
+ * LC_NUMERIC.
  */
 #include "launch/account.h"
 

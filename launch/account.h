@@ -1,11 +1,11 @@
 /*
- * Where a recovery's time went (scripts/ft-launch's TS and the account of
- * mpirun_filter): a table of stamps, "K=V" with V a whole number of wall
- * clock milliseconds (fail, torn, probed, regrouped, restore_start,
- * restore_end, relaunch; the job's mpi_ms, init_ms, restored_ms, step_ms;
- * ft-restore's and the in-job rebuild's r_mpi_ms, r_survey_ms,
- * r_rebuilt_ms; r_bytes, r_prepared, restores) or a word (recovery, mode,
- * r_full_host), and the lines made of it.  Pure: no I/O, no clock.
+ * Where a recovery's time went: a table of stamps, "K=V" with V a whole
+ * number of wall clock milliseconds (fail, torn, probed, regrouped,
+ * restore_start, restore_end, relaunch; the job's mpi_ms, init_ms,
+ * restored_ms, step_ms; ft-restore's and the in-job rebuild's r_mpi_ms,
+ * r_survey_ms, r_rebuilt_ms; r_bytes, r_prepared, restores) or a word
+ * (recovery, mode, r_full_host), and the lines made of it.  Pure: no I/O,
+ * no clock.
  *
  * The account line, from the stamps of the recovery N:
  *   ft-launch: recovery N: training resumed S s after the failed job's

@@ -138,9 +138,9 @@ static int dashdash_from(const ft__words_t *w, int from) {
   return 0;
 }
 
-/* LAUNCH_OPTS of scripts/ft-launch: a word is one of ft-launch's options
- * when " WORD " (the word up to its first '=') occurs in it.  Single
- * spaces only, so that an empty word is none. */
+/* ft-launch's options: a word is one of them when " WORD " (the word up
+ * to its first '=') occurs in this list.  Single spaces only, so that an
+ * empty word is none. */
 static const char LAUNCH_OPTS[] =
     " --nodes --ppn --cluster --hostfile --spares --restarts --job --ec "
     "--timeout --probe --mpirun-arg --one-per-node --restore-job "
@@ -211,7 +211,7 @@ static int cluster_opt(ft__launch_args_t *a, int i, const ft__env_t *env,
   return a->cluster ? 1 : -ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
 }
 
-/* VALUE_OPTS of scripts/ft-launch: the options that take a value. */
+/* The options that take a value: value_of's, and --mpirun-arg. */
 static int takes_value(ft__launch_args_t *a, const char *o) {
   return value_of(a, o) || strcmp(o, "--mpirun-arg") == 0;
 }

@@ -1,9 +1,9 @@
 /*
- * ft-launch's command line and the environment that stands in for it, as
- * scripts/ft-launch reads them (parse_args, validate, pick_python): every
- * option, the same defaults (FT_JOB, FT_TIMEOUT, FT_EC_K and FT_EC_M,
- * FT_PROBE_TRIES, FT_CLUSTER, SLURM_JOB_NODELIST, FT_PYTHON), and the same
- * refusals, word for word.
+ * ft-launch's command line and the environment that stands in for it,
+ * read in three steps (parse_args, validate, pick_python): every option,
+ * its default (FT_JOB, FT_TIMEOUT, FT_EC_K and FT_EC_M, FT_PROBE_TRIES,
+ * FT_CLUSTER, SLURM_JOB_NODELIST, FT_PYTHON), and its refusals, word for
+ * word.
  *
  * The grammar: options, then PROGRAM and its arguments, the two parted by
  * "--" or by the first word that is no option.  "--opt=value" is

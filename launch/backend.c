@@ -1,9 +1,9 @@
 /*
  * What launch/backend.h shares among the launchers: the table of them,
  * ftrt's variables of a launch, the MCA parameters of --mpirun-arg, and
- * the agent list of Open MPI and PRRTE.  The rules are scripts/ft-launch's
- * (build_mpirun, mca_value, rsh_agent), including how bash's `read` splits
- * "A : B" at each ':' (a last ':' ends the list, it opens no empty entry).
+ * the agent list of Open MPI and PRRTE, "A : B" split at each ':' as a
+ * shell's `read` splits it (a last ':' ends the list, it opens no empty
+ * entry).
  */
 #include "launch/backend.h"
 

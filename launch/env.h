@@ -1,8 +1,8 @@
 /*
- * The environment ft-launch works in and hands to what it starts, kept as
- * scripts/ft-launch's bash keeps it: the variables it was started with,
- * less those it unsets, with those it exports (FT_JOB, FT_EC_K, ...) set or
- * replaced.  Reading it is `${NAME:-}` and `command -v`; listing it is
+ * The environment ft-launch works in and hands to what it starts, kept as a
+ * shell keeps its own: the variables it was started with, less those it
+ * unsets, with those it exports (FT_JOB, FT_EC_K, ...) set or replaced.
+ * Reading it is `${NAME:-}` and `command -v`; listing it is
  * `compgen -e | grep '^PREFIX' | sort`, the names mpirun is told to pass
  * on (-x).  An entry whose name is not a shell identifier (FT_A-B=1) is
  * handed on as it came but is no variable: never read, set or listed, as

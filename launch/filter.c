@@ -1,19 +1,18 @@
 /*
- * The filter of launch/filter.h, the awk program of scripts/ft-launch's
- * mpirun_filter rule by rule (mawk, LC_ALL=C, a record a line).  Its files
- * and its system() are outputs here: HIDE for the "hidden" file, TIMES for
- * "times", TELL for what tell() said (at once or into "later": the caller
- * chooses), STAMPS for "outfile", PREPARE for the --prepare-spares it
- * started.  The awk's table T is an ft__stamps_t, whose keys keep the order
- * they were first set in where the awk's `for (k in T)` had none.
+ * The filter of launch/filter.h, rule by rule, a line at a time, in the C
+ * locale.  Its outputs: HIDE for mpirun's own text, TIMES for the times
+ * lines, TELL for ft-launch's lines about a recovery (at once or held: the
+ * caller chooses), STAMPS for --times, PREPARE once the spares may be
+ * prepared.  A recovery's stamps are an ft__stamps_t, whose keys keep the
+ * order they were first set in.
  *
- * The rules the awk did not have: the crash reports of Open MPI's signal
+ * The rules of a failing attempt: the crash reports of Open MPI's signal
  * handler (opal/util/stacktrace.c; read before the notices), mpirun's
  * one-liners (ess_hnp's clean_abort, help-orterun.txt; after them), and
- * the failing attempt, whose program lines are LATE.
+ * the program lines of that attempt, which are LATE.
  *
- * A line is bytes and a length: mawk keeps a NUL byte as any other, and
- * so do the outputs here (the kept texts have a blank in its place, so
+ * A line is bytes and a length: a NUL byte is kept as any other, and so
+ * it is in the outputs (the kept texts have a blank in its place, so
  * that they read to their end as strings).  Bytes wait in a line of their
  * own until their "\n"; a whole line already in the buffer fed is read
  * where it is.

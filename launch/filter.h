@@ -1,8 +1,8 @@
 /*
- * The launcher's output filter (scripts/ft-launch's mpirun_filter): what
- * mpirun writes to its standard error, read as it comes, sorted into what
- * the user sees and what ft-launch keeps.  Pure: bytes go in, outputs come
- * out; the caller writes them where they go.  No I/O, no clock.
+ * The launcher's output filter: what mpirun writes to its standard error,
+ * read as it comes, sorted into what the user sees and what ft-launch
+ * keeps.  Pure: bytes go in, outputs come out; the caller writes them where
+ * they go.  No I/O, no clock.
  *
  *   SHOW     a line for our standard error, "\n" ending it: the program's
  *            lines at once and in order (one write a line, never cut by

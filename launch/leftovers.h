@@ -1,8 +1,7 @@
 /*
- * What a launch leaves behind (scripts/ft-launch's kill_leftovers and
- * descendants): the processes mpirun started (its daemons, the ranks)
- * carry FTRT_LAUNCH_ID in their environment; once mpirun is gone none
- * should remain, and after a killed mpirun some do (a daemon detaches,
+ * What a launch leaves behind: the processes mpirun started (its daemons,
+ * the ranks) carry FTRT_LAUNCH_ID in their environment; once mpirun is gone
+ * none should remain, and after a killed mpirun some do (a daemon detaches,
  * and on a partitioned host it would spin).  They are found in
  * /proc/PID/environ and killed (SIGKILL), up to three rounds 0.2 s apart;
  * the first round that finds any says "ft-launch: killing N leftover

@@ -1,16 +1,16 @@
 /*
- * The machine of launch/machine.h.  Each function here is a step of
- * scripts/ft-launch's restart loop; a step that needs an answer from the
- * world (a probe, an mpirun's end) queues the action that asks for it,
- * notes in a continuation where to go on (fl_then, rg_then, fs_then), and
- * returns: the answering event resumes there.  The bash's call nesting
+ * The machine of launch/machine.h.  Each function here is a step of the
+ * restart loop; a step that needs an answer from the world (a probe, an
+ * mpirun's end) queues the action that asks for it, notes in a
+ * continuation where to go on (fl_then, rg_then, fs_then), and returns:
+ * the answering event resumes there.  The nesting of the steps
  * (regroup inside recover, recover_apart or named_back; find_lost inside
  * an attempt's end, regroup or recover_apart; free_spares inside regroup or
  * next_spare) is these three continuations, each one deep.
  *
  * Hosts are indexes into a table of names made at init (the job's hosts,
  * then the spares), so that a set is a flag per name and a list an array
- * of indexes.  What each restart did (RECOVERED of the bash) is kept as
+ * of indexes.  What each restart did (RECOVERED) is kept as
  * records of indexes, not text: a spare given up for another is rewritten
  * in place, and the last line is formatted once, at the end.
  *

@@ -1,12 +1,12 @@
 /*
- * ft-launch's recovery logic as a state machine: the restart
- * loop of scripts/ft-launch (run_with_restarts and what it calls) without
- * its side effects.  The driver feeds the machine events (mpirun ended, a
- * host unreachable, a probe's answer, a signal) and carries out the actions
- * it returns: say a line, start mpirun on a node set, probe hosts, end
- * mpirun, exit.  The machine does no I/O, reads no clock, allocates only in
- * ft__launch_init, and keeps no global: what a decision needs of time comes
- * in with its event (how long a run took, how long a host was silent).
+ * ft-launch's recovery logic as a state machine: the restart loop
+ * (run_with_restarts and the steps it takes) without its side effects.
+ * The driver feeds the machine events (mpirun ended, a host unreachable, a
+ * probe's answer, a signal) and carries out the actions it returns: say a
+ * line, start mpirun on a node set, probe hosts, end mpirun, exit.  The
+ * machine does no I/O, reads no clock, allocates only in ft__launch_init,
+ * and keeps no global: what a decision needs of time comes in with its
+ * event (how long a run took, how long a host was silent).
  *
  * States: where the machine rests, awaiting one kind of event.
  *   STARTING     made, awaiting START

@@ -1,10 +1,10 @@
 /*
- * The Open MPI 4.1 backend (launch/backend.h): mpirun as scripts/ft-launch's
- * build_mpirun writes it, orted as the daemon, the ORTE banner of a lost
- * daemon (help-errmgr-base.txt, node-died) as daemons_lost's sed reads it,
- * and rsh_agent's choice of the remote shell.
+ * The Open MPI 4.1 backend (launch/backend.h): the mpirun command line,
+ * orted as the daemon, the hosts named in the ORTE banner of a lost daemon
+ * (help-errmgr-base.txt, node-died), and rsh_agent's choice of the remote
+ * shell.
  *
- * The command line, in build_mpirun's order:
+ * The command line, in order:
  *   mpirun --oversubscribe --bind-to none
  *     [--mca plm rsh]                 hosts outside Slurm, unless
  *                                     --mpirun-arg names plm

@@ -1,13 +1,11 @@
 /*
- * The placement of launch/plan.h, one function a placement as in
- * scripts/ft-launch, and what comes after it.  The bash's text tools are
- * done here by hand, with their rules: a hostfile line loses what follows
- * its first '#' (sed), and its words are split at spaces and tabs (awk's
- * default fields); ft-cluster's lines are their first word; a list of
- * names said is joined by single spaces ("${HOSTS[*]}").  NODES and SPARES
- * are compared in decimal (bash's `[`), and NODES counts in its arithmetic
- * ($((...)), "${HOSTS[@]:0:$NODES}"), so that a number written with a
- * leading 0 comes out as in bash.
+ * The placement of launch/plan.h, one function a placement, and what
+ * comes after it.  Text is read by hand: a hostfile line loses what
+ * follows its first '#', and its words are split at spaces and tabs;
+ * ft-cluster's lines are their first word; a list of names said is joined
+ * by single spaces.  NODES and SPARES are compared in decimal, and NODES
+ * counts as in a shell's arithmetic ($((...)), "${HOSTS[@]:0:$NODES}"),
+ * where a leading 0 is octal.
  */
 #include "launch/plan.h"
 

@@ -1,6 +1,6 @@
 /*
  * Where a launch runs and how its hosts are reached, decided before
- * anything starts, as scripts/ft-launch's plan() decides it:
+ * anything starts (ft__launch_plan):
  *
  *   --cluster C   the live hosts of ft-cluster C (less the ones its head
  *                 cannot reach, said), its spares sN; the launcher runs on

@@ -1,15 +1,14 @@
 /*
- * Asking hosts whether they are there (scripts/ft-launch's unreachable,
- * probe_host, probe_words): on an ft-cluster, a ping from its head
- * ("CLUSTER_CMD ping --name C --wait 1 HOST..." prints the hosts that do
- * not answer); elsewhere the probe, "PROBE... HOST true" (the backend's
+ * Asking hosts whether they are there: on an ft-cluster, a ping from its
+ * head ("CLUSTER_CMD ping --name C --wait 1 HOST..." prints the hosts that
+ * do not answer); elsewhere the probe, "PROBE... HOST true" (the backend's
  * probe_cmd), run for every host at once, each host up to `tries` tries
  * 1, 2, 4... s apart, each try bounded by the timeout (TERM, then KILL 2 s
  * later, as timeout -k 2 T does).  This host (localhost, 127.*, ::1, its
- * names) is never asked.  Blocking: it returns once every host has
- * answered or failed, or soon after the caller's stop said so.  The probes' output goes nowhere; their input is
- * /dev/null.  Each host's tries are a child process of the caller's,
- * waited for by its pid (launch/proc.h).
+ * names) is never asked.  Blocking: it returns once every host has answered
+ * or failed, or soon after the caller's stop said so.  The probes' output
+ * goes nowhere; their input is /dev/null.  Each host's tries are a child
+ * process of the caller's, waited for by its pid (launch/proc.h).
  */
 #ifndef FT_LAUNCH_PROBE_H
 #define FT_LAUNCH_PROBE_H

@@ -1,8 +1,8 @@
 /*
  * How the probes, the watchdog and the spares' preparation run programs
- * (probe.c, watchdog.c, spares.c), as scripts/ft-launch ran them:
+ * (probe.c, watchdog.c, spares.c):
  *   - a program is found on the PATH of the environment it runs in, as
- *     execvp and bash find it (ft__proc_find);
+ *     execvp finds it (ft__proc_find);
  *   - "timeout -k 2 T COMMAND </dev/null >/dev/null 2>&1" is a forked
  *     process of its own that runs COMMAND in a process group of its own,
  *     TERMs that group at T, KILLs it 2 s later, and passes a TERM, INT,

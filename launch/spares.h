@@ -1,6 +1,5 @@
 /*
- * Spares prepared ahead (scripts/ft-launch's plan_prepare, prepare_spares,
- * prepare_one, remove_on, clear_spares).  Once a job has committed its
+ * Spares prepared ahead of a recovery.  Once a job has committed its
  * first snapshot (the filter's PREPARE), every spare a recovery may take
  * next makes two files of a slot's size ("ft-spare --job J [--store R]
  * --until-eof prepare BYTES" run there as the probe reaches it: the

@@ -1,11 +1,10 @@
 /*
  * The watchdog of launch/watchdog.h: a forked process, leader of its own
- * process group, that runs scripts/ft-launch's watchdog loop and ends with
- * it.  Its probes (proc.h's bounded processes) and its pings are in that
- * group; the cluster's watch is in a session of its own (setsid, as the
- * bash started it), so that the watchdog can end the watch alone
- * (stop_watch) and go on pinging: a TERM to the watchdog ends the watch's
- * group as well before the watchdog goes.
+ * process group, that runs the watchdog loop and ends with it.  Its probes
+ * (proc.h's bounded processes) and its pings are in that group; the
+ * cluster's watch is in a session of its own (setsid), so that the
+ * watchdog can end the watch alone (stop_watch) and go on pinging: a TERM
+ * to the watchdog ends the watch's group as well before the watchdog goes.
  */
 #include "launch/watchdog.h"
 

@@ -1,12 +1,11 @@
 /*
- * The watchdog beside a running mpirun (scripts/ft-launch's watchdog and
- * watch_cluster): once a host of the job has not answered for longer than
- * --timeout, it names the host to the launch, "HOST SILENT_MS PING_WAIT\n"
- * on verdict_fd (PING_WAIT 1 when the cluster's 3 s ping wait was the
- * bound), and ends.  What follows is the launch's machine's (machine.h's
- * UNREACHABLE): it says "host H unreachable for S s (timeout T s): ending
- * the job" or "host H cannot run a command for S s (...)" and ends mpirun
- * (TERM, then KILL after 2 s).
+ * The watchdog beside a running mpirun: once a host of the job has not
+ * answered for longer than --timeout, it names the host to the launch,
+ * "HOST SILENT_MS PING_WAIT\n" on verdict_fd (PING_WAIT 1 when the
+ * cluster's 3 s ping wait was the bound), and ends.  What follows is the
+ * launch's machine's (machine.h's UNREACHABLE): it says "host H unreachable
+ * for S s (timeout T s): ending the job" or "host H cannot run a command
+ * for S s (...)" and ends mpirun (TERM, then KILL after 2 s).
  *
  * It runs as a child process of its own process group (ft__watchdog_start
  * forks it), so that ending it ends every probe and watch it started:

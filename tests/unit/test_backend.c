@@ -1,13 +1,12 @@
 /*
  * The Open MPI 4.1 launcher backend (launch/ompi4.c through
- * launch/backend.h): the mpirun command line of each placement as
- * scripts/ft-launch's build_mpirun writes it (this host, virtual nodes, a
- * hostfile, Slurm, the cluster with its BTL, PML and yield rules, a code
- * lowered after a shrink, ft-restore's one rank a node), the lost-daemon
- * parser on ORTE's banner as mpirun's filter keeps it, the agent, the
- * probe and host commands; then summary()'s lines of launch/plan.h, which
- * no --dry-run prints.  Expected command lines are written as the words
- * joined by single spaces.
+ * launch/backend.h): the mpirun command line of each placement (this host,
+ * virtual nodes, a hostfile, Slurm, the cluster with its BTL, PML and yield
+ * rules, a code lowered after a shrink, ft-restore's one rank a node), the
+ * lost-daemon parser on ORTE's banner as mpirun's filter keeps it, the
+ * agent, the probe and host commands; then summary()'s lines of
+ * launch/plan.h, which no --dry-run prints.  Expected command lines are
+ * written as the words joined by single spaces.
  */
 #include <check.h>
 #include <stdio.h>

@@ -1,18 +1,16 @@
 /*
  * The launcher's output filter (launch/filter.h) and the account of a
- * recovery (launch/account.h): what scripts/ft-launch's mpirun_filter (an
- * awk program) and its read_times and stamps_of_recovery did.  Every
- * expected output here is what that awk printed for the same input under
- * mawk in the C locale (the stamps in the order they were set, where the
- * awk's order was its hash's).
+ * recovery (launch/account.h): the lines sorted, the times lines read, a
+ * recovery's stamps and its account (the stamps in the order they were
+ * set).
  *
  * A filter's outputs are written as lines "KIND text" (SHOW's and LATE's
  * text ends in its own "\n"; a NUL byte as "^@"), and each input is fed
- * whole, byte by byte and in pieces of 2 and 7 bytes: every split gives
- * the same lines.  The rules of a failing attempt (crash reports, mpirun's
- * one-liners, LATE lines) are the filter's own, the awk had none; their
- * inputs are as Open MPI 4.1 writes them (opal/util/stacktrace.c,
- * help-orterun.txt, help-errmgr-base.txt, ess_hnp's clean_abort).
+ * whole, byte by byte and in pieces of 2 and 7 bytes: every split gives the
+ * same lines.  The inputs of a failing attempt's rules (crash reports,
+ * mpirun's one-liners, LATE lines) are as Open MPI 4.1 writes them
+ * (opal/util/stacktrace.c, help-orterun.txt, help-errmgr-base.txt,
+ * ess_hnp's clean_abort).
  */
 #include <check.h>
 #include <stdio.h>

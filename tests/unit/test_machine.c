@@ -2,12 +2,12 @@
  * ft-launch's recovery logic (launch/machine.h) driven over event
  * sequences: each test feeds the events a launch would see (mpirun's end,
  * a probe's answer, the watchdog's verdict, a signal) and checks every
- * action the machine returns, in order: the lines said byte for byte as
- * scripts/ft-launch says them, the node sets, the probes, the exit code.
+ * action the machine returns, in order: the lines said byte for byte, the
+ * node sets, the probes, the exit code.
  * feed() refuses to go on while an action of the last event is unchecked,
  * so a test reads as the whole conversation; STAMP actions are skipped but
  * in the test that checks them.  The first comment line of each test names
- * the bash behaviour it mirrors.
+ * the step it checks.
  */
 #include <check.h>
 #include <signal.h>
