@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,4 +113,20 @@ void procs_words_are(const ft__words_t *w, const char *want) {
                    FT_OK);
   ck_assert_str_eq(ft__text_str(&t), want);
   ft__text_free(&t);
+}
+
+ft__probe_t procs_probe(const char *code, int tries, const char *timeout) {
+  static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+  static const char *words[3];
+  words[0] = "/bin/sh";
+  words[1] = "-c";
+  words[2] = code;
+  ft__probe_t p = {.words = words,
+                   .nwords = 3,
+                   .tries = tries,
+                   .timeout_s = atof(timeout),
+                   .timeout = timeout,
+                   .be = &ft__launcher_ompi4,
+                   .envp = envp};
+  return p;
 }

@@ -22,15 +22,12 @@
 #include "tests/unit/procs.h"
 #include "tests/unit/tmpdir.h"
 
-static char *const ENVP[] = {"PATH=/usr/bin:/bin", NULL};
-
 static char code[2048], tries_file[256];
-static const char *words[3];
 
 /* The probe: up* answer, slow* hang until TERM, stubborn* hang ignoring
  * TERM, flaky* fail their first try only, the others fail; every try is
  * a line of the tries file, a hanging one's pid in pid.HOST. */
-static ft__probe_t probe_of(int tries, double timeout_s, const char *timeout) {
+static ft__probe_t probe_of(int tries, const char *timeout) {
   path_of(tries_file, sizeof(tries_file), "tries");
   snprintf(code, sizeof(code),
            "d=%s; echo \"$0\" >>$d/tries; case $0 in "
@@ -40,17 +37,7 @@ static ft__probe_t probe_of(int tries, double timeout_s, const char *timeout) {
            "flaky*) [ -e $d/flaky ] && exit 0; : >$d/flaky;; "
            "esac; exit 1",
            dir);
-  words[0] = "/bin/sh";
-  words[1] = "-c";
-  words[2] = code;
-  ft__probe_t p = {.words = words,
-                   .nwords = 3,
-                   .tries = tries,
-                   .timeout_s = timeout_s,
-                   .timeout = timeout,
-                   .be = &ft__launcher_ompi4,
-                   .envp = ENVP};
-  return p;
+  return procs_probe(code, tries, timeout);
 }
 
 static void lost_are(const ft__probe_t *p, const char *const *hosts, int n,
@@ -71,7 +58,7 @@ static pid_t pid_in(const char *name) {
 
 /* The lost hosts in the order of hosts, each host asked once a try. */
 START_TEST(lost_in_order) {
-  ft__probe_t p = probe_of(1, 10, "10");
+  ft__probe_t p = probe_of(1, "10");
   const char *const hosts[] = {"down2", "up1", "down1", "up2"};
   lost_are(&p, hosts, 4, 0, "down2 down1");
   for (int i = 0; i < 4; i++)
@@ -83,7 +70,7 @@ END_TEST
 /* FT_PROBE_TRIES tries for a failing host, one for a live one, two for a
  * host that fails once; tries given to the call instead of p's. */
 START_TEST(retries) {
-  ft__probe_t p = probe_of(3, 10, "10");
+  ft__probe_t p = probe_of(3, "10");
   const char *const hosts[] = {"down1", "up1", "flaky1"};
   lost_are(&p, hosts, 3, 0, "down1");
   ck_assert_int_eq(procs_count(tries_file, "down1"), 3);
@@ -98,7 +85,7 @@ END_TEST
  * 2 s later (KILL); both hosts are lost, the live one is not, and the
  * call returns with neither probe left. */
 START_TEST(hanging_probe_ended) {
-  ft__probe_t p = probe_of(1, 1, "1");
+  ft__probe_t p = probe_of(1, "1");
   const char *const hosts[] = {"slow1", "up1", "stubborn1"};
   lost_are(&p, hosts, 3, 0, "slow1 stubborn1");
   ck_assert(procs_gone(pid_in("pid.slow1")));
@@ -129,7 +116,7 @@ static int never_stop(void *arg) {
  * stop that never says so changes nothing, its wake-up descriptor a pipe
  * no one writes. */
 START_TEST(probes_stopped) {
-  ft__probe_t p = probe_of(3, 30, "30");
+  ft__probe_t p = probe_of(3, "30");
   p.wake_fd = -1;
   p.stop = stop_once_hanging;
   const char *const hosts[] = {"slow1", "up1", "slow2"};
@@ -140,7 +127,7 @@ START_TEST(probes_stopped) {
   ck_assert_int_eq(procs_count(tries_file, "slow1"), 1);
   int fds[2];
   ck_assert_int_eq(pipe(fds), 0);
-  p = probe_of(2, 10, "10");
+  p = probe_of(2, "10");
   p.wake_fd = fds[0];
   p.stop = never_stop;
   const char *const more[] = {"down1", "up1", "flaky1"};
@@ -158,7 +145,7 @@ START_TEST(this_host_not_asked) {
   ck_assert_int_eq(gethostname(name, sizeof(name) - 1), 0);
   snprintf(short_name, sizeof(short_name), "%s", name);
   short_name[strcspn(short_name, ".")] = '\0';
-  ft__probe_t p = probe_of(1, 10, "10");
+  ft__probe_t p = probe_of(1, "10");
   const char *const hosts[] = {"localhost", "127.0.0.2", "::1",
                                name,        short_name,  "down1"};
   lost_are(&p, hosts, 6, 0, "down1");
@@ -174,7 +161,7 @@ END_TEST
 
 /* A probe whose program is not there fails every try: the host is lost. */
 START_TEST(probe_not_started) {
-  ft__probe_t p = probe_of(2, 10, "10");
+  ft__probe_t p = probe_of(2, "10");
   const char *const gone[] = {"/nonexistent/probe"};
   p.words = gone;
   p.nwords = 1;
@@ -201,7 +188,7 @@ START_TEST(cluster_ping) {
   procs_script(prog, sizeof(prog), "ft-cluster", body);
   snprintf(path, sizeof(path), "PATH=%s:/usr/bin:/bin", dir);
   char *const envp[] = {path, NULL};
-  ft__probe_t p = probe_of(3, 10, "10");
+  ft__probe_t p = probe_of(3, "10");
   p.cluster = "c1";
   p.cluster_cmd = "ft-cluster";
   p.envp = envp;

@@ -49,7 +49,6 @@ END_TEST
 
 static char *const ENVP[] = {"PATH=/usr/bin:/bin", NULL};
 static char code[1024], tries_file[256], err_file[256];
-static const char *words[3];
 
 /* A probe: up* answer, slow* hang (pid in pid.HOST), others fail; each
  * try a line of the tries file. */
@@ -60,17 +59,7 @@ static ft__probe_t probe_of(const char *timeout) {
            "d=%s; echo \"$0\" >>$d/tries; case $0 in up*) exit 0;; "
            "slow*) echo $$ >$d/pid.$0; exec sleep 60;; esac; exit 1",
            dir);
-  words[0] = "/bin/sh";
-  words[1] = "-c";
-  words[2] = code;
-  ft__probe_t p = {.words = words,
-                   .nwords = 3,
-                   .tries = 1,
-                   .timeout_s = atof(timeout),
-                   .timeout = timeout,
-                   .be = &ft__launcher_ompi4,
-                   .envp = ENVP};
-  return p;
+  return procs_probe(code, 1, timeout);
 }
 
 static pid_t fake_mpirun(void) {
