@@ -8,8 +8,10 @@ C status, its name (``err.name == "FT_ENOSNAPSHOT"``) and message.
 
 On top of the raw calls, what a PyTorch training loop holds is registered
 in place (no copy but ftrt's own at snapshot time): a model's parameters and
-buffers, an optimizer's state (created eagerly, before the first step),
-torch's, numpy's and Python's global RNG states, and integer counters.
+buffers, any optimizer's state, torch's, numpy's and Python's global RNG
+states, and counters (int or float); objects with state_dict() and
+load_state_dict() (an LR scheduler, a data loader's position) are
+serialised at each snapshot.
 
     import ftrt
     ctx = ftrt.init()                  # an SMP rank never returns from here
@@ -17,7 +19,8 @@ torch's, numpy's and Python's global RNG states, and integer counters.
     ftrt.init_process_group(ctx.comm)  # gloo over exactly the trainers
     ...model, optimizer...
     ctx.register_model(model)
-    ctx.register_optimizer(optimizer)  # Adam's state exists from here on
+    ctx.register_optimizer(optimizer)  # any torch.optim optimizer
+    ctx.register_stateful("sched", scheduler)
     ctx.register_rng()
     counters = ctx.counters(step=0)
     try:
@@ -150,29 +153,40 @@ def init_process_group(comm, backend="gloo", timeout_s=None):
 
 
 class Counters:
-    """Named int64 counters in one registered buffer (kind OTHER): step,
-    epoch, data-loader position...  Read and set them as attributes
-    (``counters.step += 1``); they are restored with everything else."""
+    """Named counters in registered buffers (kind OTHER): step, epoch, a
+    data loader's position (int64), an annealed learning rate, the best
+    validation loss (float64: a counter whose initial value is a float).
+    Read and set them as attributes (``counters.step += 1``); they are
+    restored with everything else."""
 
-    def __init__(self, names):
+    def __init__(self, names, floats=()):
         import numpy as np
-        object.__setattr__(self, "_names", list(names))
-        object.__setattr__(self, "array", np.zeros(len(names), dtype=np.int64))
+        names = list(names)
+        ints = [n for n in names if n not in floats]
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_where", {
+            **{n: (0, i) for i, n in enumerate(ints)},
+            **{n: (1, i) for i, n in enumerate(floats)}})
+        object.__setattr__(self, "array", np.zeros(len(ints), dtype=np.int64))
+        object.__setattr__(self, "farray",
+                           np.zeros(len(floats), dtype=np.float64))
 
     def __getattr__(self, name):
         try:
-            return int(self.array[self._names.index(name)])
-        except ValueError:
+            which, i = self._where[name]
+        except KeyError:
             raise AttributeError(f"no counter named {name!r}") from None
+        return float(self.farray[i]) if which else int(self.array[i])
 
     def __setattr__(self, name, value):
-        if name not in self._names:
+        if name not in self._where:
             raise AttributeError(f"no counter named {name!r} (registered: "
                                  f"{', '.join(self._names)})")
-        self.array[self._names.index(name)] = value
+        which, i = self._where[name]
+        (self.farray if which else self.array)[i] = value
 
     def as_dict(self):
-        return {n: int(v) for n, v in zip(self._names, self.array)}
+        return {n: getattr(self, n) for n in self._names}
 
 
 class Context:
@@ -187,6 +201,7 @@ class Context:
         self.size = comm.Get_size()
         self._regs = {}        # name -> (object kept alive, data pointer)
         self._rng = None       # the RNG buffer and what it holds
+        self._packers = []     # optimizers, Statefuls: pack(), unpack()
         self._frozen = False
 
     # ---- registration (local, before the first snapshot or restore) ----
@@ -280,52 +295,40 @@ class Context:
 
     def register_optimizer(self, optimizer, prefix="optim", global_offset=None,
                            global_size=None):
-        """Create an optimizer's state now (it normally appears at its first
-        step) and register it in place, kind OPTIM.
+        """Register any torch.optim optimizer's state (SGD, Adam, AdamW,
+        Adagrad, RMSprop...), before its first step; returns the names.
 
-        Adam and AdamW are supported: exp_avg, exp_avg_sq (and
-        max_exp_avg_sq with amsgrad) of every parameter, and the step
-        counters, kept in one flat tensor that each parameter's 'step' is a
-        view of (one registered buffer, not one per parameter).  The first
-        step from this eager state gives the same bits as from a fresh
-        optimizer.  With global_offset/global_size (elements), every state
+        What it keeps per parameter is learnt from one step on zeros of a
+        throw-away copy; buffers of those shapes are registered (kind
+        OPTIM), and the optimizer's own state stays empty, so its first
+        step gives a fresh optimizer's bits.  At each snapshot the state it
+        has made is adopted into the registered buffers (which it then
+        updates in place); Python numbers in it and the param groups'
+        numeric hyperparameters (lr, betas... as a scheduler changes them)
+        are snapshotted too.  restore() puts all of it back, an empty state
+        included.  With global_offset/global_size (elements), every state
         tensor the size of its parameter is registered as that slice of a
         global tensor (a sharded optimizer: see register()).
         """
-        import torch
-        if not isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
-            raise Error(_FT_EINVAL, "register_optimizer",
-                        f"eager state for {type(optimizer).__name__} is not "
-                        "known (supported: Adam, AdamW); register its state "
-                        "tensors with register() after they exist")
-        d = optimizer.defaults
-        if d.get("capturable") or d.get("fused"):
-            raise Error(_FT_EINVAL, "register_optimizer",
-                        "capturable and fused Adam are not supported")
-        params = [p for g in optimizer.param_groups for p in g["params"]]
-        steps = torch.zeros(len(params), dtype=torch.float32)
-        names = []
-        for i, p in enumerate(params):
-            st = optimizer.state[p]
-            if len(st) == 0:
-                st["step"] = steps[i]
-                st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                if _group_of(optimizer, p)["amsgrad"]:
-                    st["max_exp_avg_sq"] = torch.zeros_like(
-                        p, memory_format=torch.preserve_format)
-            else:  # state from a step already taken: keep it, pool the step
-                steps[i] = st["step"]
-                st["step"] = steps[i]
-            for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
-                if key in st:
-                    g = {} if global_size is None or st[key].numel() != p.numel() \
-                        else {"global_offset": global_offset,
-                              "global_size": global_size}
-                    names.append(self.register(f"{prefix}.{i}.{key}", st[key],
-                                               KIND_OPTIM, **g))
-        names.append(self.register(f"{prefix}.steps", steps, KIND_OPTIM))
-        return names
+        from .state import OptimizerState
+        packer = OptimizerState(self, optimizer, prefix, global_offset,
+                                global_size)
+        self._packers.append(packer)
+        return packer.names
+
+    def register_stateful(self, name, obj, capacity=1 << 16):
+        """Register an object with state_dict() and load_state_dict() (DCP's
+        Stateful: an LR scheduler, a data loader's position, a small object
+        of the script's own, floats and all): its state_dict() is
+        serialised into a registered buffer of ``capacity`` bytes (kind
+        OTHER) at each snapshot and given to load_state_dict() by
+        restore().  For small state: it is copied at every snapshot.  A
+        state that outgrows capacity is refused at the snapshot, with the
+        capacity to register instead.  Returns the registered name."""
+        from .state import StatefulState
+        packer = StatefulState(self, name, obj, capacity)
+        self._packers.append(packer)
+        return packer.names[0]
 
     def register_rng(self, torch_rng=True, numpy_rng=True, python_rng=True):
         """Register the global generators' states (kind RNG, one buffer):
@@ -349,11 +352,16 @@ class Context:
         self._pack_rng()
 
     def counters(self, **initial):
-        """Register named int64 counters (kind OTHER) and return them."""
-        c = Counters(initial.keys())
+        """Register named counters (kind OTHER) and return them: int64, or
+        float64 for those whose initial value is a float."""
+        c = Counters(initial.keys(),
+                     [k for k, v in initial.items() if isinstance(v, float)])
         for k, v in initial.items():
             setattr(c, k, v)
-        self.register("counters", c.array, KIND_OTHER)
+        if len(c.array):
+            self.register("counters", c.array, KIND_OTHER)
+        if len(c.farray):
+            self.register("counters.f64", c.farray, KIND_OTHER)
         return c
 
     # ---- the calls of a training loop ----
@@ -365,6 +373,8 @@ class Context:
         lazy mode (FT_CAPTURE=lazy) call fence() before changing a PARAM or
         OPTIM tensor; RNGs and counters may change at once."""
         self._check_in_place("ft_snapshot")
+        for p in self._packers:
+            p.pack()
         self._pack_rng()
         st = lib().ft_snapshot(self._h, int(step))
         if st == _FT_EBUSY:
@@ -393,6 +403,8 @@ class Context:
         self._check_in_place("ft_restore")
         step = ctypes.c_uint64()
         check(lib().ft_restore(self._h, ctypes.byref(step)), "ft_restore")
+        for p in self._packers:
+            p.unpack()
         self._unpack_rng()
         return step.value
 
@@ -466,13 +478,6 @@ class _Update:
 def _is_tensor(obj):
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.Tensor)
-
-
-def _group_of(optimizer, p):
-    for g in optimizer.param_groups:
-        if any(q is p for q in g["params"]):
-            return g
-    raise KeyError("parameter not in the optimizer")
 
 
 # ---- generator states as fixed-size bytes ----

@@ -50,8 +50,15 @@ def test_register_what_a_loop_holds(ctx):
     assert names[:2] == ["model.0.weight", "model.0.bias"]
     assert "model.1.running_mean" in names and "model.1.num_batches_tracked" in names
     S["onames"] = ctx.register_optimizer(opt)
+    # another optimizer, its scheduler, and a small object of the script's
+    S["m2"] = m2 = torch.nn.Linear(6, 2)
+    S["sgd"] = sgd = torch.optim.SGD(m2.parameters(), lr=0.1, momentum=0.9)
+    S["sched"] = torch.optim.lr_scheduler.ExponentialLR(sgd, gamma=0.5)
+    ctx.register_model(m2, prefix="m2")
+    ctx.register_optimizer(sgd, prefix="sgd")
+    assert ctx.register_stateful("sched", S["sched"]) == "stateful.sched"
     ctx.register_rng()
-    S["c"] = ctx.counters(step=0, batch=0)
+    S["c"] = ctx.counters(step=0, batch=0, lr=0.5)
     S["shard"] = torch.arange(10, dtype=torch.float32)
     ctx.register("shard", S["shard"], ftrt.KIND_OTHER, global_offset=0,
                  global_size=10)
@@ -93,6 +100,15 @@ def _step(m, opt):
     opt.zero_grad()
     m(x).pow(2).sum().backward()
     opt.step()
+    if m is S["model"]:   # the SGD model steps with it, and its scheduler
+        _step(S["m2"], S["sgd"])
+        S["sched"].step()
+
+
+def _sgd_state():
+    return [t.clone() for p in S["m2"].parameters()
+            for t in S["sgd"].state[p].values()] + \
+        [p.detach().clone() for p in S["m2"].parameters()]
 
 
 def test_snapshot_then_restore_gives_back_every_byte(ctx):
@@ -100,21 +116,27 @@ def test_snapshot_then_restore_gives_back_every_byte(ctx):
     _step(m, opt)
     with ctx.update(5):   # fence, then snapshot(5) on exit
         _step(m, opt)
-        c.step, c.batch = 5, 42
+        c.step, c.batch, c.lr = 5, 42, 0.25
     assert ctx.wait_committed() >= 1
     want = {k: v.clone() for k, v in m.state_dict().items()}
     want_opt = [t.clone() for p in m.parameters() for t in opt.state[p].values()]
+    want_sgd, want_lr = _sgd_state(), S["sgd"].param_groups[0]["lr"]
+    assert len(want_sgd) == 4 and want_lr == 0.1 * 0.5 ** 2
     draws = (torch.rand(3), np.random.rand(3), random.random())
     for _ in range(2):
         _step(m, opt)     # moves params, moments, BatchNorm stats, RNGs
-    c.step, c.batch = 9, 0
+    c.step, c.batch, c.lr = 9, 0, 1.0
     S["shard"].fill_(-1)
     assert ctx.restore() == 5
     for k, v in m.state_dict().items():
         assert torch.equal(v, want[k]), k
     got_opt = [t for p in m.parameters() for t in opt.state[p].values()]
     assert all(torch.equal(a, b) for a, b in zip(want_opt, got_opt))
-    assert (c.step, c.batch) == (5, 42)
+    assert (c.step, c.batch, c.lr) == (5, 42, 0.25)
+    got_sgd = _sgd_state()
+    assert all(torch.equal(a, b) for a, b in zip(want_sgd, got_sgd))
+    assert S["sgd"].param_groups[0]["lr"] == want_lr
+    assert S["sched"].last_epoch == 2
     assert torch.equal(S["shard"], torch.arange(10, dtype=torch.float32))
     again = (torch.rand(3), np.random.rand(3), random.random())
     assert torch.equal(draws[0], again[0]) and np.array_equal(draws[1], again[1])
