@@ -10,11 +10,14 @@ parameter vector's exp_avg/exp_avg_sq (and updates only that slice of the
 parameters, then all-gathers them); those slices are registered as slices of
 global tensors, so a job that shrinks gets them re-sliced by ftrt.
 
+--optimizer picks another torch optimizer (ftrt protects any), --lr-gamma
+adds an ExponentialLR scheduler, registered as a Stateful.
+
 Deterministic given --seed and the number of trainers: prints one
 "step N loss X" line per step (the mean over trainers), "fresh start" or
 "resumed from step S", and at the end "digest HEX", a SHA-256 of the whole
-training state (parameters, Adam's moments and step), the same however many
-times the job failed and resumed.  --digest-at N also prints
+training state (parameters, the optimizer's state, the learning rate), the
+same however many times the job failed and resumed.  --digest-at N also prints
 "digest-at N HEX" after step N, or right after a restore of step N.
 
 --no-ftrt runs the same training without ftrt (under plain mpirun, every
@@ -41,6 +44,11 @@ def parse():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
+    ap.add_argument("--optimizer", default="adam",
+                    choices=["adam", "adamw", "sgd", "adagrad", "rmsprop"],
+                    help="any torch optimizer is protected (sgd: momentum 0.9)")
+    ap.add_argument("--lr-gamma", type=float, default=None,
+                    help="an ExponentialLR scheduler stepping every step")
     ap.add_argument("--sharded", action="store_true",
                     help="ZeRO-1: each trainer holds its slice of Adam's state")
     ap.add_argument("--digest-at", type=int, default=-1)
@@ -154,9 +162,19 @@ if args.sharded:
     lo = sum(counts[:rank])
     hi = lo + counts[rank]
     shard = nn.Parameter(flat[lo:hi])  # a view: updates land in flat
-    opt = torch.optim.Adam([shard], lr=args.lr)
+    trained = [shard]
 else:
-    opt = torch.optim.Adam(params, lr=args.lr)
+    trained = params
+OPTIMIZERS = {"adam": (torch.optim.Adam, {}),
+              "adamw": (torch.optim.AdamW, {"weight_decay": 0.01}),
+              "sgd": (torch.optim.SGD, {"momentum": 0.9}),
+              "adagrad": (torch.optim.Adagrad, {}),
+              "rmsprop": (torch.optim.RMSprop, {"momentum": 0.5})}
+cls, kw = OPTIMIZERS[args.optimizer]
+opt = cls(trained, lr=args.lr, **kw)
+sched = None
+if args.lr_gamma is not None:
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=args.lr_gamma)
 
 
 def average_gradients():
@@ -181,22 +199,20 @@ def gather_params():
 
 
 def global_state():
-    """The whole training state, the same bytes however many trainers."""
+    """The whole training state, the same bytes however many trainers: the
+    parameters, every optimizer state tensor (sharded ones gathered), its
+    numbers (Adam's step...) and the learning rate."""
     parts = [torch.cat([p.data.reshape(-1) for p in params]).numpy()]
-    if args.sharded:
-        st = opt.state[shard]
-        for key in ("exp_avg", "exp_avg_sq"):
-            mine = st[key].numpy() if st else np.zeros(hi - lo, np.float32)
-            parts.append(np.concatenate(comm.allgather(mine)))
-        step = float(st["step"]) if st else 0.0
-    else:
-        for key in ("exp_avg", "exp_avg_sq"):
-            parts.append(np.concatenate([
-                opt.state[p][key].reshape(-1).numpy() if opt.state[p]
-                else np.zeros(p.numel(), np.float32) for p in params]))
-        step = float(opt.state[params[0]]["step"]) if opt.state[params[0]] \
-            else 0.0
-    parts.append(np.array([step], np.float64))
+    keys = sorted(opt.state[trained[0]]) if opt.state[trained[0]] else []
+    for key in keys:
+        vals = [opt.state[p][key] for p in trained]
+        if all(torch.is_tensor(v) and v.dim() > 0 for v in vals):
+            mine = np.concatenate([v.reshape(-1).numpy() for v in vals])
+            parts.append(np.concatenate(comm.allgather(mine))
+                         if args.sharded else mine)
+        else:
+            parts.append(np.array([float(v) for v in vals], np.float64))
+    parts.append(np.array([g["lr"] for g in opt.param_groups], np.float64))
     return parts
 
 
@@ -229,7 +245,9 @@ if ctx is not None:
         ctx.register_optimizer(opt, global_offset=lo, global_size=total)
     else:
         ctx.register_model(model)
-        ctx.register_optimizer(opt)   # Adam's state exists from here on
+        ctx.register_optimizer(opt)   # any torch optimizer
+    if sched is not None:
+        ctx.register_stateful("sched", sched)  # its state_dict, each snapshot
     ctx.register_rng()                # torch, numpy and Python generators
     counters = ctx.counters(step=0)
     try:
@@ -272,11 +290,15 @@ while counters.step < args.steps:
     if ctx is not None:
         with ctx.update(nxt, snapshot=nxt % args.snapshot_every == 0):
             opt.step()
+            if sched is not None:
+                sched.step()
             if args.sharded:
                 gather_params()
             counters.step = nxt
     else:
         opt.step()
+        if sched is not None:
+            sched.step()
         if args.sharded:
             gather_params()
         counters.step = nxt

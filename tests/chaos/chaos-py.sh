@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The PyTorch example (examples/python/train_gpt.py, the ftrt Python
 # package) on the simulated cluster: 4 hosts, 3+1, one Python trainer per
-# host, a snapshot every 4 steps.  Faults land at a named step (the job is
-# held there until ft-chaos has delivered them).
+# host, a snapshot every 4 steps, SGD with momentum and an ExponentialLR
+# scheduler (registered as a Stateful; Adam is chaos-py-shrink.sh's).
+# Faults land at a named step (the job is held there until ft-chaos has
+# delivered them).
 #   1. fault-free reference: 24 steps; its digest, and its digest after
 #      step 12 (digest-at 12)
 #   2. kill -9 of the Python trainer of h2 at step 8: ft-launch --restarts 1
@@ -17,7 +19,7 @@
 need_cluster
 need_python
 STEPS=24 EVERY=4
-TRAIN_ARGS=(--snapshot-every "$EVERY" --digest-at 12)
+TRAIN_ARGS=(--snapshot-every "$EVERY" --digest-at 12 --optimizer sgd --lr-gamma 0.97)
 up cpy 4 --spares 1
 
 begin "1. fault-free reference: 4 hosts, 3+1, $STEPS steps"
