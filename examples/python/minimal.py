@@ -9,9 +9,9 @@ torch.manual_seed(0)
 model = torch.nn.Linear(64, 64)
 opt = torch.optim.Adam(model.parameters())
 ctx.register_model(model)             # parameters and buffers, in place
-ctx.register_optimizer(opt)           # Adam's state, created now
+ctx.register_optimizer(opt)           # any torch optimizer's state
 ctx.register_rng()                    # torch, numpy and random generators
-counters = ctx.counters(step=0)       # int64 counters, restored with the rest
+counters = ctx.counters(step=0)       # int or float counters, restored too
 try:
     print("resumed from step", ctx.restore())
 except ftrt.NoSnapshot:
