@@ -7,7 +7,11 @@ a copy of every tensor into preallocated buffers (Tensor.copy_), and a
 snapshot.  In sync mode the stall is snapshot()'s time; in lazy mode it is
 snapshot() plus fence() after a compute of about a copy's length.  Prints
 "result py_copy_s", "result py_stall_MODE_s" (medians) and
-"ratio py_stall_MODE_vs_copy".
+"ratio py_stall_MODE_vs_copy".  With --dcp, then --reps times
+torch.distributed.checkpoint.async_save of the same tensors (into a
+directory under TMPDIR, FileSystemWriter), timing how long the call blocks
+the trainer: "result dcp_async_block_s" and "ratio py_stall_vs_dcp_async"
+(this run's stall / that).
 """
 import argparse
 import os
@@ -20,6 +24,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--tensors", type=int, default=150)
 ap.add_argument("--mib", type=int, default=256)
 ap.add_argument("--reps", type=int, default=5)
+ap.add_argument("--dcp", action="store_true")
 args = ap.parse_args()
 ctx = ftrt.init()
 import torch  # noqa: E402
@@ -62,4 +67,40 @@ c, s = statistics.median(copies), statistics.median(stalls)
 print(f"result py_copy_s {c:.4f}")
 print(f"result py_stall_{mode}_s {s:.4f}")
 print(f"ratio py_stall_{mode}_vs_copy {s / c:.3f}", flush=True)
+
+
+def dcp_blocking():
+    """Median seconds dcp.async_save blocks for the same tensors, or why
+    it could not run."""
+    import shutil
+    import tempfile
+    try:
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint import FileSystemWriter
+        dcp.async_save
+    except (ImportError, AttributeError) as e:
+        return None, f"no torch.distributed.checkpoint.async_save in torch {torch.__version__} ({e})"
+    ftrt.init_process_group(ctx.comm)
+    blocks = []
+    for rep in range(args.reps):
+        where = tempfile.mkdtemp(prefix="ftrt-dcp.")
+        try:
+            sd = {f"t{i}": t for i, t in enumerate(state)}
+            t0 = time.perf_counter()
+            fut = dcp.async_save(sd, storage_writer=FileSystemWriter(where))
+            blocks.append(time.perf_counter() - t0)
+            fut.result()
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+    torch.distributed.destroy_process_group()
+    return statistics.median(blocks), None
+
+
+if args.dcp:
+    b, why = dcp_blocking()
+    if b is None:
+        print(f"note dcp: {why}")
+    else:
+        print(f"result dcp_async_block_s {b:.4f}")
+        print(f"ratio py_stall_vs_dcp_async {s / b:.3f}", flush=True)
 ctx.finalize()
