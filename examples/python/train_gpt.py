@@ -10,8 +10,12 @@ parameter vector's exp_avg/exp_avg_sq (and updates only that slice of the
 parameters, then all-gathers them); those slices are registered as slices of
 global tensors, so a job that shrinks gets them re-sliced by ftrt.
 
---optimizer picks another torch optimizer (ftrt protects any), --lr-gamma
-adds an ExponentialLR scheduler, registered as a Stateful.
+With --fsdp, the model is sharded by FSDP2 (fully_shard, one block at a
+time): parameters and optimizer state are DTensor shards, which ftrt
+registers as slices of their global tensors, so a job that shrinks gets
+them re-sliced as well.  --optimizer picks another torch optimizer (ftrt
+protects any), --lr-gamma adds an ExponentialLR scheduler, registered as a
+Stateful.
 
 Deterministic given --seed and the number of trainers: prints one
 "step N loss X" line per step (the mean over trainers), "fresh start" or
@@ -49,6 +53,9 @@ def parse():
                     help="any torch optimizer is protected (sgd: momentum 0.9)")
     ap.add_argument("--lr-gamma", type=float, default=None,
                     help="an ExponentialLR scheduler stepping every step")
+    ap.add_argument("--fsdp", action="store_true",
+                    help="FSDP2 (fully_shard): parameters and optimizer "
+                    "state are DTensor shards")
     ap.add_argument("--sharded", action="store_true",
                     help="ZeRO-1: each trainer holds its slice of Adam's state")
     ap.add_argument("--digest-at", type=int, default=-1)
@@ -140,6 +147,17 @@ data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
 torch.manual_seed(args.seed)           # the same initial model everywhere
 model = GPT(len(chars), args.block, args.d_model, args.heads, args.layers,
             args.dropout)
+if args.fsdp:
+    if args.sharded:
+        sys.exit("train_gpt: --fsdp and --sharded are two ways to shard: pick one")
+    # FSDP2: every block, then the whole model, sharded row-wise (Shard(0))
+    # over the trainers; it averages the gradients itself.
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("cpu", (world,))
+    for blk in model.blocks:
+        fully_shard(blk, mesh=mesh)
+    fully_shard(model, mesh=mesh)
 params = [p for p in model.parameters()]
 # Each trainer draws its own batches and dropout masks.
 torch.manual_seed(args.seed * 1000 + rank + 1)
@@ -178,6 +196,8 @@ if args.lr_gamma is not None:
 
 
 def average_gradients():
+    if args.fsdp:
+        return   # fully_shard's reduce-scatter has averaged them
     g = torch.cat([p.grad.reshape(-1) for p in params])
     dist.all_reduce(g)
     g /= world
@@ -198,16 +218,22 @@ def gather_params():
     comm.Allgatherv(MPI.IN_PLACE, [buf, counts, displs, MPI.FLOAT])
 
 
+def whole(t):
+    """A tensor's global value: an FSDP2 DTensor gathered (collective)."""
+    t = t.detach()
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
 def global_state():
     """The whole training state, the same bytes however many trainers: the
     parameters, every optimizer state tensor (sharded ones gathered), its
     numbers (Adam's step...) and the learning rate."""
-    parts = [torch.cat([p.data.reshape(-1) for p in params]).numpy()]
+    parts = [torch.cat([whole(p).reshape(-1) for p in params]).numpy()]
     keys = sorted(opt.state[trained[0]]) if opt.state[trained[0]] else []
     for key in keys:
         vals = [opt.state[p][key] for p in trained]
         if all(torch.is_tensor(v) and v.dim() > 0 for v in vals):
-            mine = np.concatenate([v.reshape(-1).numpy() for v in vals])
+            mine = np.concatenate([whole(v).reshape(-1).numpy() for v in vals])
             parts.append(np.concatenate(comm.allgather(mine))
                          if args.sharded else mine)
         else:
@@ -273,7 +299,8 @@ else:
 if rank == 0:
     print(f"model {args.layers} layers d={args.d_model} params {total} "
           f"tensors {len(params)} trainers {world}"
-          f"{' sharded' if args.sharded else ''}", flush=True)
+          f"{' sharded' if args.sharded else ''}"
+          f"{' fsdp' if args.fsdp else ''}", flush=True)
 
 # ---- the loop ----
 

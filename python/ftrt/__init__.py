@@ -216,10 +216,19 @@ class Context:
         ``load_state_dict`` that assigns) is refused at the next snapshot.
         ``global_offset``/``global_size`` (in elements) say that obj is the
         slice [offset, offset + numel) of a global 1-D tensor of global_size
-        elements, so that a job with fewer ranks gets it re-sliced.
+        elements, so that a job with fewer ranks gets it re-sliced.  A
+        DTensor (FSDP2's parameters and their optimizer state) registers
+        its local shard as such a slice of the global tensor, worked out
+        from its placement: Shard(0) or Replicate() on a 1-D device mesh.
         A tensor that is not contiguous, or not in host memory (or CUDA
         memory), is refused with FT_EINVAL; nothing is registered then.
         """
+        if _is_dtensor(obj):
+            if global_size is not None:
+                raise Error(_FT_EINVAL, f"ft_register({name!r})", "a DTensor "
+                            "says where its shard lies: give no global_offset "
+                            "or global_size")
+            obj, global_offset, global_size = _dtensor_shard(name, obj)
         ptr, nbytes, memory, itemsize = self._describe(name, obj)
         opts = BufOpts(kind=kind, memory=memory)
         if global_size is not None:
@@ -473,6 +482,50 @@ class _Update:
         if exc_type is None and self.take:
             self.ctx.snapshot(self.step)
         return False
+
+
+def _dtensor_class():
+    """torch's DTensor class, or None (torch before 2.4 has none here)."""
+    if "torch" not in sys.modules:
+        return None
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return None
+    return DTensor
+
+
+def _is_dtensor(obj):
+    cls = _dtensor_class()
+    return cls is not None and isinstance(obj, cls)
+
+
+def _dtensor_shard(name, d):
+    """(local tensor, global_offset, global_size) in elements, for a
+    DTensor whose local shard is one contiguous slice of the flattened
+    global tensor: Shard(0) on a 1-D mesh (rows [r0, r1) of it), or
+    Replicate() (the whole tensor: no slice)."""
+    from torch.distributed.tensor import Replicate, Shard
+    what = f"ft_register({name!r})"
+    local = d._local_tensor
+    if d.device_mesh.ndim != 1 or len(d.placements) != 1:
+        raise Error(_FT_EINVAL, what, f"a DTensor on a {d.device_mesh.ndim}-D "
+                    "device mesh (HSDP, tensor parallelism) is not supported: "
+                    "only a 1-D mesh (FSDP2's fully_shard)")
+    pl = d.placements[0]
+    if isinstance(pl, Replicate):
+        return local, None, None
+    if not isinstance(pl, Shard) or pl.dim != 0:
+        raise Error(_FT_EINVAL, what, f"a DTensor placed {pl} is not one slice"
+                    " of the global tensor: only Shard(0) or Replicate()")
+    from torch.distributed.tensor._utils import \
+        compute_local_shape_and_global_offset
+    _, offset = compute_local_shape_and_global_offset(
+        d.shape, d.device_mesh, d.placements)
+    row = 1
+    for n in d.shape[1:]:
+        row *= n
+    return local, (offset[0] if len(offset) else 0) * row, d.numel()
 
 
 def _is_tensor(obj):

@@ -132,13 +132,15 @@ class OptimizerState:
                 if spec is None:
                     numbers.append(key)
                     continue
-                shape, dtype, device = spec
-                if len(shape) == 0:
+                shape, dtype, device, dt = spec
+                if len(shape) == 0 and dt is None:
                     pools.setdefault((dtype, device), []).append((i, key))
                     continue
                 t = torch.zeros(shape, dtype=dtype, device=device)
                 kw = {}
-                if global_size is not None and t.numel() == p.numel():
+                if dt is not None:   # a DTensor's state: a DTensor over t
+                    t = _dtensor_over(t, dt)
+                elif global_size is not None and t.numel() == p.numel():
                     kw = {"global_offset": global_offset,
                           "global_size": global_size}
                 self.names.append(ctx.register(f"{prefix}.{i}.{key}", t,
@@ -189,9 +191,15 @@ class OptimizerState:
                         f"{e}); register its state tensors with register() "
                         "once they exist") from None
         out = []
+        from . import _is_dtensor
         for key, v in probe.state[q].items():
-            if _is_tensor(torch, v):
-                out.append((key, (tuple(v.shape), v.dtype, v.device)))
+            if _is_dtensor(v):
+                lt = v._local_tensor
+                out.append((key, (tuple(lt.shape), lt.dtype, lt.device,
+                                  (v.device_mesh, v.placements, v.shape,
+                                   v.stride()))))
+            elif _is_tensor(torch, v):
+                out.append((key, (tuple(v.shape), v.dtype, v.device, None)))
             elif is_number(v):
                 out.append((key, None))
             else:
@@ -397,6 +405,19 @@ class _Plain(pickle.Unpickler):
 
 def _loads(data):
     return _decode(_Plain(io.BytesIO(data)).load())
+
+
+def _dtensor_over(local, spec):
+    """A DTensor whose local shard is the tensor local itself (updates of
+    one are updates of the other), placed as spec says."""
+    from torch.distributed.tensor import DTensor
+    mesh, placements, shape, stride = spec
+    d = DTensor.from_local(local, mesh, placements, run_check=False,
+                           shape=shape, stride=stride)
+    if d._local_tensor.data_ptr() != local.data_ptr():
+        raise Error(_FT_EINVAL, "register_optimizer", "DTensor.from_local "
+                    "copied the shard: its state cannot be registered")
+    return d
 
 
 def _is_tensor(torch, v):
