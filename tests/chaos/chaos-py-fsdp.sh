@@ -22,9 +22,7 @@ TRAIN_ARGS=(--snapshot-every "$EVERY" --digest-at 12 --fsdp)
 up cpyf 4 --spares 1
 
 begin "1. fault-free reference: 4 hosts, 3+1, $STEPS steps, --fsdp"
-reference ref "$STEPS"
-REF12=$(sed -n 's/^digest-at 12 \([0-9a-f]*\)$/\1/p' "$WORK/ref")
-[ -n "$REF12" ] || die_with ref "fault-free run: no digest-at 12 line"
+py_reference ref "$STEPS"
 expect_line ref '^model 2 layers .* trainers 4 fsdp$' "fault-free run"
 ok "fault-free digest $REF, of step 12 $REF12"
 
@@ -43,18 +41,6 @@ ok "h2 lost: rebuilt on s1, resumed from step $RESUMED, digest matches"
 begin "3. --fsdp, no spare: h4 lost at step 12, the job shrinks to 3 trainers"
 up cpyf2 4
 export FT_JOB=pyfsdpshr
-launch_held sh "$STEPS" step=12 --job "$FT_JOB" --restarts 1
-chaos sh kill-node h4
-finish
-expect_rc sh 0 "shrink: ft-launch --restarts 1"
-expect_line sh '^ft-launch: lost host\(s\): h4; no spare left: shrinking to 3 nodes$' "shrink"
-expect_resumed sh 12 12 "shrink"
-expect_line sh '^model 2 layers .* trainers 3 fsdp$' "shrink: the relaunch"
-expect_line sh "^digest-at 12 $REF12\$" "shrink: the state restored on 3 trainers is the fault-free state of step 12"
-first=$(sed -n 's/^step 1 loss //p' "$WORK/sh" | head -1)
-last=$(sed -n "s/^step $STEPS loss //p" "$WORK/sh" | tail -1)
-[ -n "$first" ] && [ -n "$last" ] || die_with sh "shrink: no loss of step 1 or $STEPS"
-awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' ||
-  die_with sh "shrink: the loss of step $STEPS ($last) is not below step 1's ($first)"
-ok "shrunk to 3: every shard re-sliced, the state of step 12 matches, loss $first -> $last"
+py_shrink sh fsdp
+ok "shrunk to 3: every shard re-sliced, the state of step 12 matches, loss $FIRST -> $LAST"
 echo "PASS: the FSDP2 example survives a node loss, replaced and shrunk"

@@ -212,6 +212,35 @@ reference() {
   [ -n "$REF" ] || die_with "$log" "fault-free run printed no digest"
 }
 
+# py_reference LOG STEPS: reference LOG STEPS of the Python example (run
+# with --digest-at 12); REF12 = its digest after step 12.
+py_reference() {
+  reference "$@"
+  REF12=$(sed -n 's/^digest-at 12 \([0-9a-f]*\)$/\1/p' "$WORK/$1")
+  [ -n "$REF12" ] || die_with "$1" "fault-free run: no digest-at 12 line"
+}
+
+# py_shrink LOG TAG: the Python example on 4 hosts, no spare, h4 killed at
+# step 12, run to $STEPS: the job shrinks to 3 trainers (its model line
+# ends with TAG), resumes from step 12 with the state of REF12, and its loss
+# at $STEPS is below the first step's; FIRST and LAST are those losses.
+py_shrink() {
+  local log=$1 tag=$2
+  launch_held "$log" "$STEPS" step=12 --job "$FT_JOB" --restarts 1
+  chaos "$log" kill-node h4
+  finish
+  expect_rc "$log" 0 "shrink: ft-launch --restarts 1"
+  expect_line "$log" '^ft-launch: lost host\(s\): h4; no spare left: shrinking to 3 nodes$' "shrink"
+  expect_resumed "$log" 12 12 "shrink"
+  expect_line "$log" "^model 2 layers .* trainers 3 $tag\$" "shrink: the relaunch"
+  expect_line "$log" "^digest-at 12 $REF12\$" "shrink: the state restored on 3 trainers is the fault-free state of step 12"
+  FIRST=$(sed -n 's/^step 1 loss //p' "$WORK/$log" | head -1)
+  LAST=$(sed -n "s/^step $STEPS loss //p" "$WORK/$log" | tail -1)
+  [ -n "$FIRST" ] && [ -n "$LAST" ] || die_with "$log" "shrink: no loss of step 1 or $STEPS"
+  awk -v a="$FIRST" -v b="$LAST" 'BEGIN { exit !(b < a) }' ||
+    die_with "$log" "shrink: the loss of step $STEPS ($LAST) is not below step 1's ($FIRST)"
+}
+
 expect_rc() {  # expect_rc LOG WANT WHAT
   [ "$RC" -eq "$2" ] || die_with "$1" "$3: exit $RC, expected $2"
   shell_clean "$1"
