@@ -36,6 +36,7 @@ serialised at each snapshot.
 """
 import ctypes
 import hashlib
+import numbers
 import os
 import random as _pyrandom
 import sys
@@ -183,6 +184,13 @@ class Counters:
             raise AttributeError(f"no counter named {name!r} (registered: "
                                  f"{', '.join(self._names)})")
         which, i = self._where[name]
+        if not which:
+            if isinstance(value, bool) or int(value) != value:
+                raise ValueError(
+                    f"counter {name!r} holds int64 (its initial value was an "
+                    f"int): {value!r} would not be kept as it is; give it a "
+                    f"float initial value ({name}=0.0) to hold floats")
+            value = int(value)
         (self.farray if which else self.array)[i] = value
 
     def as_dict(self):
@@ -363,8 +371,13 @@ class Context:
     def counters(self, **initial):
         """Register named counters (kind OTHER) and return them: int64, or
         float64 for those whose initial value is a float."""
-        c = Counters(initial.keys(),
-                     [k for k, v in initial.items() if isinstance(v, float)])
+        for k, v in initial.items():
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise Error(_FT_EINVAL, "counters", f"{k}={v!r}: a counter is "
+                            "an int or a float (register other state with "
+                            "register_stateful)")
+        c = Counters(initial.keys(), [k for k, v in initial.items()
+                                      if not isinstance(v, numbers.Integral)])
         for k, v in initial.items():
             setattr(c, k, v)
         if len(c.array):
@@ -382,9 +395,7 @@ class Context:
         lazy mode (FT_CAPTURE=lazy) call fence() before changing a PARAM or
         OPTIM tensor; RNGs and counters may change at once."""
         self._check_in_place("ft_snapshot")
-        for p in self._packers:
-            p.pack()
-        self._pack_rng()
+        self._agreed("ft_snapshot", self._pack_all)
         st = lib().ft_snapshot(self._h, int(step))
         if st == _FT_EBUSY:
             return False
@@ -412,9 +423,7 @@ class Context:
         self._check_in_place("ft_restore")
         step = ctypes.c_uint64()
         check(lib().ft_restore(self._h, ctypes.byref(step)), "ft_restore")
-        for p in self._packers:
-            p.unpack()
-        self._unpack_rng()
+        self._agreed("ft_restore", self._unpack_all)
         return step.value
 
     def update(self, step, snapshot=True):
@@ -450,6 +459,41 @@ class Context:
                             "registered with (its storage was replaced); "
                             "update it in place (copy_, load_state_dict "
                             "without assign)")
+
+    def _pack_all(self):
+        for p in self._packers:
+            p.pack()
+        self._pack_rng()
+
+    def _unpack_all(self):
+        for p in self._packers:
+            p.unpack()
+        self._unpack_rng()
+
+    def _agreed(self, what, work):
+        """work() on every trainer, and every trainer told whether it
+        failed anywhere: a state that one trainer cannot pack (or unpack)
+        raises on all of them, instead of leaving the others waiting in the
+        collective call that follows.  One small allreduce when there are
+        packers (optimizers, Statefuls), whose work can fail."""
+        if not self._packers:
+            work()
+            return
+        err = None
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            err = e
+        from mpi4py import MPI
+        failed = self.comm.allreduce(self.rank if err is not None else -1,
+                                     op=MPI.MAX)
+        if err is not None:
+            raise err
+        if failed >= 0:
+            doing = "pack its state: nothing was snapshotted" \
+                if what == "ft_snapshot" else "put its state back"
+            raise Error(_FT_ESTATE, what, f"trainer {failed} could not "
+                        f"{doing} (see its message)")
 
     def _pack_rng(self):
         if self._rng is None:

@@ -11,7 +11,7 @@ import sys
 
 from ._lib import Error
 
-_FT_EINVAL, _FT_ERANGE = -1, -15
+_FT_EINVAL, _FT_ESTATE, _FT_ERANGE = -1, -13, -15
 
 # ---- Python numbers in a fixed table of (tag, 8 bytes) entries ----
 
@@ -162,9 +162,10 @@ class OptimizerState:
         self.names.append(ctx.register(f"{prefix}.has_state", self.has_state,
                                        _kind_other()))
         self.table = Scalars(np)
+        self.layout = self._groups()
         for gi, group in enumerate(optimizer.param_groups):
             for key in sorted(k for k in group if k != "params"):
-                self._add_hyper(gi, group, key)
+                self._add_hyper(gi, key)
         for i, numbers in enumerate(self.numbers):
             for key in numbers:
                 self.table.add(f"optimizer state {i}.{key}",
@@ -207,23 +208,32 @@ class OptimizerState:
                             f"{type(v).__name__}, neither a tensor nor a number")
         return out
 
-    def _add_hyper(self, gi, group, key):
-        v = group[key]
+    def _groups(self):
+        """The param groups' shape: which parameters each holds, by id."""
+        return [[id(p) for p in g["params"]] for g in self.opt.param_groups]
+
+    def _add_hyper(self, gi, key):
+        # The group is looked up at each use: load_state_dict() replaces
+        # the group dicts with new ones.
+        opt = self.opt
+        v = opt.param_groups[gi][key]
         where = f"param_groups[{gi}][{key!r}]"
         if is_number(v) or (_is_tensor(self.torch, v) and v.ndim == 0):
-            self.table.add(where, lambda: group[key], _assign(group, key))
+            self.table.add(where, lambda: opt.param_groups[gi][key],
+                           lambda x: _assign(opt.param_groups[gi], key)(x))
         elif isinstance(v, (tuple, list)) and all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
             n, kind = len(v), type(v)
             for j in range(n):
                 def get(j=j):
-                    cur = group[key]
+                    cur = opt.param_groups[gi][key]
                     if not isinstance(cur, (tuple, list)) or len(cur) != n:
                         raise Error(_FT_EINVAL, "ft_snapshot", f"{where} is "
                                     f"no longer a sequence of {n} numbers")
                     return cur[j]
 
                 def set_(x, j=j):
+                    group = opt.param_groups[gi]
                     cur = list(group[key])
                     cur[j] = x
                     group[key] = kind(cur)
@@ -244,8 +254,18 @@ class OptimizerState:
         return set_
 
     def pack(self):
+        self._check_groups("ft_snapshot")
         self._adopt_all(fence=True)
         self.table.pack()
+
+    def _check_groups(self, what):
+        if self._groups() != self.layout:
+            raise Error(_FT_ESTATE, what, f"the param groups of "
+                        f"{type(self.opt).__name__} changed after "
+                        "register_optimizer() (add_param_group, or a "
+                        "group's parameters replaced): its new parameters "
+                        "would not be protected; register the optimizer "
+                        "once its groups are final")
 
     def _adopt_all(self, fence):
         """Every parameter's state that the optimizer has made goes into
@@ -279,6 +299,7 @@ class OptimizerState:
             self.has_state[i] = 1
 
     def unpack(self):
+        self._check_groups("ft_restore")
         for i, p in enumerate(self.params):
             if self.has_state[i]:
                 st = self.opt.state[p]
@@ -316,6 +337,13 @@ class StatefulState:
 
     def pack(self):
         data = _dumps(self.obj.state_dict())
+        try:   # what could not be restored is refused now, not at restore
+            _loads(data)
+        except (pickle.UnpicklingError, TypeError, ValueError) as e:
+            raise Error(_FT_EINVAL, "ft_snapshot", f"the state_dict() of "
+                        f"{self.name!r} holds what ftrt does not restore "
+                        f"({e}): only numbers, strings, bytes, lists, tuples, "
+                        "dicts, tensors and numpy arrays") from None
         if len(data) > self.capacity:
             raise Error(_FT_ERANGE, "ft_snapshot", f"the state of "
                         f"{self.name!r} is {len(data)} bytes, more than the "
@@ -350,15 +378,19 @@ class _Blob:
 
 def _encode(v):
     torch = sys.modules.get("torch")
+    if torch is not None and isinstance(v, torch.Size):
+        return _Blob("size", "", tuple(v), b"")
     if torch is not None and isinstance(v, torch.Tensor):
         t = v.detach().cpu().contiguous()
         return _Blob("torch", str(t.dtype).replace("torch.", ""),
-                     tuple(t.shape), t.view(torch.uint8).numpy().tobytes()
+                     tuple(t.shape),
+                     t.reshape(-1).view(torch.uint8).numpy().tobytes()
                      if t.numel() else b"")
     if type(v).__module__ == "numpy" and hasattr(v, "dtype"):
         import numpy as np
-        a = np.ascontiguousarray(v)
-        return _Blob("numpy", a.dtype.str, a.shape, a.tobytes())
+        a = np.asarray(v).copy(order="C")
+        kind = "npscalar" if isinstance(v, np.generic) else "numpy"
+        return _Blob(kind, a.dtype.str, a.shape, a.tobytes())
     if isinstance(v, dict):
         return type(v)((k, _encode(x)) for k, x in v.items())
     if isinstance(v, (list, tuple)):
@@ -369,9 +401,13 @@ def _encode(v):
 def _decode(v):
     if isinstance(v, _Blob):
         import numpy as np
-        if v.kind == "numpy":
-            return np.frombuffer(v.data, dtype=np.dtype(v.dtype)).reshape(
+        if v.kind == "size":
+            import torch
+            return torch.Size(v.shape)
+        if v.kind in ("numpy", "npscalar"):
+            a = np.frombuffer(v.data, dtype=np.dtype(v.dtype)).reshape(
                 v.shape).copy()
+            return a[()] if v.kind == "npscalar" else a
         import torch
         dtype = getattr(torch, v.dtype)
         raw = torch.from_numpy(np.frombuffer(v.data, dtype=np.uint8).copy())

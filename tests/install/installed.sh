@@ -96,8 +96,10 @@ for f in $(ldconfig -p | sed -n 's/.*libftrt\.so[.0-9]* .*=> //p') "$L"/libftrt.
 done
 ldconfig || exit 1
 ! ldconfig -p | grep -q libftrt || { echo "FAIL: libftrt still in the loader's cache"; exit 1; }
-# FT_OTHER_PYTHON= : the package only under /usr, not in another interpreter's tree
-(cd "$B" && make -s install FT_OTHER_PYTHON= >"$T/install-1.log" 2>&1) ||
+# FT_OTHER_PYTHON= : the package not in another interpreter's tree, nor in
+# the virtual environment configure may have picked (outside the overlays):
+# into $T/py
+(cd "$B" && make -s install FT_OTHER_PYTHON= FT_PYTHONDIR="$T/py" >"$T/install-1.log" 2>&1) ||
   { tail -20 "$T/install-1.log"; echo "FAIL: make install into /usr/local failed"; exit 1; }
 bash "$T/check.sh" /usr/local "$L" "$T" "$3" || exit 1
 if [ "$SEARCHED" = yes ]; then

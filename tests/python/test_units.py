@@ -375,6 +375,87 @@ def test_restored_plain_bytes_build_no_other_class():
     assert back["n"].dtype == np.int16 and np.array_equal(back["n"], d["n"])
 
 
+def test_a_changed_optimizer_is_refused_not_left_unprotected():
+    m, extra = _model(), torch.nn.Linear(2, 2)
+    o = torch.optim.Adam(m.parameters(), lr=0.02)
+    ctx = FakeCtx()
+    ctx.register_optimizer(o)
+    ctx.snap()
+    o.add_param_group({"params": extra.parameters(), "lr": 0.5})
+    with pytest.raises(ftrt.Error, match="param groups of Adam changed"):
+        ctx.snap()
+
+
+def test_hyperparameters_follow_load_state_dict():
+    """load_state_dict() replaces the param group dicts: the lr snapshotted
+    and restored is the one the optimizer uses afterwards."""
+    m = _model()
+    o = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    ctx = FakeCtx()
+    ctx.register_optimizer(o)
+    _train(m, o, steps=1)
+    o.load_state_dict(o.state_dict())
+    o.param_groups[0]["lr"] = 0.05
+    saved = ctx.snap()
+    o.param_groups[0]["lr"] = 0.2
+    ctx.put_back(saved)
+    assert o.param_groups[0]["lr"] == 0.05
+
+
+class Holder:
+    def __init__(self, d):
+        self.d = d
+
+    def state_dict(self):
+        return self.d
+
+    def load_state_dict(self, d):
+        self.d = d
+
+
+def test_a_stateful_that_could_not_be_restored_is_refused_when_packed():
+    import collections
+    import fractions
+    for bad in (collections.deque([1]), fractions.Fraction(1, 3), Position()):
+        with pytest.raises(ftrt.Error, match="holds what ftrt does not restore"):
+            FakeCtx().register_stateful("x", Holder({"v": bad}))
+    h = Holder({"v": 1})
+    ctx = FakeCtx()
+    ctx.register_stateful("h", h)
+    h.d = {"v": collections.deque([1])}
+    with pytest.raises(ftrt.Error, match="does not restore"):
+        ctx.snap()
+
+
+def test_stateful_scalars_keep_their_shape_and_type():
+    h = Holder({"t0": torch.tensor(1.5), "n0": np.float64(2.5),
+                "a0": np.array(3, dtype=np.int32), "size": torch.Size([2, 3])})
+    ctx = FakeCtx()
+    ctx.register_stateful("h", h)
+    saved = ctx.snap()
+    want = dict(h.d)
+    h.d = {}
+    ctx.put_back(saved)
+    assert h.d["t0"].shape == () and h.d["t0"].item() == 1.5
+    assert type(h.d["n0"]) is np.float64 and h.d["n0"] == 2.5
+    assert h.d["a0"].shape == () and h.d["a0"].dtype == np.int32
+    assert type(h.d["size"]) is torch.Size and h.d["size"] == want["size"]
+
+
+def test_an_int_counter_refuses_what_it_would_not_keep():
+    ctx = FakeCtx()
+    c = ctx.counters(step=0, loss=0.0)
+    with pytest.raises(ValueError, match="holds int64"):
+        c.step = 2.75
+    c.step = 3.0
+    c.loss = 2
+    assert (c.step, c.loss) == (3, 2.0)
+    with pytest.raises(ftrt.Error, match="an int or a float"):
+        FakeCtx().counters(flag=True)
+    with pytest.raises(ftrt.Error, match="an int or a float"):
+        FakeCtx().counters(best=torch.tensor(1.5))
+
+
 def test_float_counters():
     ctx = FakeCtx()
     c = ctx.counters(step=0, lr=0.1, best=float("inf"))
