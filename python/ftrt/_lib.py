@@ -37,6 +37,10 @@ class Error(Exception):
         msg = f"{what}: {self.name}: {self.strerror}"
         super().__init__(msg + (f": {detail}" if detail else ""))
 
+    def __reduce__(self):
+        # pickled whole (DCP and mpi4py carry exceptions between ranks)
+        return (type(self), (self.status, self.what, self.detail))
+
 
 class NoSnapshot(Error):
     """FT_ENOSNAPSHOT: restore() found no committed version (a fresh start)."""

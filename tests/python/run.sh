@@ -45,6 +45,20 @@ suite() {
     cat "$WORK/out.1"
     [ $r -eq 0 ] || { echo "FAIL: test_mpi.py with FT_CAPTURE=$mode: mpirun exit $r"; cat "$WORK/out.0"; rc=1; }
   done
+  # DCP through ftrt's storage, 2 trainers (FSDP2 shards saved, loaded
+  # resharded): on a torch with torch.distributed.checkpoint and FSDP2
+  if "$PY" -c 'import torch.distributed.checkpoint.state_dict, torch.distributed.fsdp as f; f.fully_shard' 2>/dev/null; then
+    echo "# test_dcp.py"
+    FT_JOB=py-dcp timeout 300 mpirun --oversubscribe --bind-to none -np 3 \
+      -x PYTHONPATH -x FTRT_LIBRARY -x FT_STORE_ROOT -x FT_TIMEOUT -x FT_JOB \
+      sh -c 'exec "$0" "$@" >"'"$WORK"'/dcp.$OMPI_COMM_WORLD_RANK" 2>&1' \
+      "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_dcp.py"
+    r=$?
+    cat "$WORK/dcp.1"
+    [ $r -eq 0 ] || { echo "FAIL: test_dcp.py: mpirun exit $r"; cat "$WORK/dcp.2"; rc=1; }
+  else
+    echo "# test_dcp.py skipped on $PY: no torch.distributed.checkpoint with FSDP2"
+  fi
   # An exception no trainer catches ends the job (an MPI abort) instead of
   # leaving it waiting in MPI_Finalize for an SMP that serves until every
   # trainer finalizes; the traceback is shown.  timeout only bounds a hang.

@@ -77,6 +77,12 @@ def test_check_raises_the_class_of_the_status():
     assert issubclass(ftrt.Busy, ftrt.Error) and issubclass(ftrt.TimedOut, ftrt.Error)
 
 
+def test_an_error_survives_pickling():
+    import pickle
+    e = pickle.loads(pickle.dumps(ftrt.NoSnapshot(-6, "ft_restore", "why")))
+    assert type(e) is ftrt.NoSnapshot and e.status == -6 and str(e).endswith(": why")
+
+
 def test_non_contiguous_tensor_is_refused():
     ctx = FakeCtx()
     t = torch.zeros(4, 6).t()
