@@ -15,7 +15,8 @@ time): parameters and optimizer state are DTensor shards, which ftrt
 registers as slices of their global tensors, so a job that shrinks gets
 them re-sliced as well.  --optimizer picks another torch optimizer (ftrt
 protects any), --lr-gamma adds an ExponentialLR scheduler, registered as a
-Stateful.
+Stateful.  --dcp saves model and optimizer with
+torch.distributed.checkpoint through ftrt.dcp (DCP reshards on load).
 
 Deterministic given --seed and the number of trainers: prints one
 "step N loss X" line per step (the mean over trainers), "fresh start" or
@@ -56,6 +57,11 @@ def parse():
     ap.add_argument("--fsdp", action="store_true",
                     help="FSDP2 (fully_shard): parameters and optimizer "
                     "state are DTensor shards")
+    ap.add_argument("--dcp", action="store_true",
+                    help="save and load model and optimizer with "
+                    "torch.distributed.checkpoint through ftrt.dcp")
+    ap.add_argument("--dcp-mib", type=int, default=16,
+                    help="--dcp: the arena, MiB for all trainers")
     ap.add_argument("--sharded", action="store_true",
                     help="ZeRO-1: each trainer holds its slice of Adam's state")
     ap.add_argument("--digest-at", type=int, default=-1)
@@ -147,6 +153,8 @@ data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
 torch.manual_seed(args.seed)           # the same initial model everywhere
 model = GPT(len(chars), args.block, args.d_model, args.heads, args.layers,
             args.dropout)
+if args.dcp and (args.sharded or args.no_ftrt):
+    sys.exit("train_gpt: --dcp saves through ftrt, unsharded or with --fsdp")
 if args.fsdp:
     if args.sharded:
         sys.exit("train_gpt: --fsdp and --sharded are two ways to shard: pick one")
@@ -262,8 +270,20 @@ def batch():
 
 # ---- registration and restore: the lines ftrt asks for ----
 
+def dcp_state():
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+    msd, osd = get_state_dict(model, opt)
+    return {"model": msd, "optim": osd}
+
+
 if ctx is not None:
-    if args.sharded:
+    if args.dcp:
+        # DCP saves and loads model and optimizer (resharding on load);
+        # ftrt's arena holds what it saves.
+        import ftrt.dcp
+        import torch.distributed.checkpoint as dcp
+        arena = ftrt.dcp.Arena(ctx, args.dcp_mib << 20)
+    elif args.sharded:
         # This trainer's slices of the global parameter vector and of Adam's
         # moments: ftrt re-slices them when the job restarts smaller.
         ctx.register("params", flat[lo:hi], ftrt.KIND_PARAM,
@@ -277,7 +297,17 @@ if ctx is not None:
     ctx.register_rng()                # torch, numpy and Python generators
     counters = ctx.counters(step=0)
     try:
-        step = ctx.restore()
+        if args.dcp:
+            reader = ftrt.dcp.Reader(arena)
+            reader.read_metadata()   # restore(): NoSnapshot on a fresh start
+            state = dcp_state()
+            dcp.load(state, storage_reader=reader)
+            from torch.distributed.checkpoint.state_dict import set_state_dict
+            set_state_dict(model, opt, model_state_dict=state["model"],
+                           optim_state_dict=state["optim"])
+            step = reader.step
+        else:
+            step = ctx.restore()
         if rank == 0:
             print(f"resumed from step {step}", flush=True)
         if args.sharded:
@@ -300,7 +330,8 @@ if rank == 0:
     print(f"model {args.layers} layers d={args.d_model} params {total} "
           f"tensors {len(params)} trainers {world}"
           f"{' sharded' if args.sharded else ''}"
-          f"{' fsdp' if args.fsdp else ''}", flush=True)
+          f"{' fsdp' if args.fsdp else ''}"
+          f"{' dcp' if args.dcp else ''}", flush=True)
 
 # ---- the loop ----
 
@@ -314,7 +345,16 @@ while counters.step < args.steps:
     loss.backward()
     average_gradients()
     nxt = counters.step + 1
-    if ctx is not None:
+    if ctx is not None and args.dcp:
+        ctx.fence()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        counters.step = nxt
+        if nxt % args.snapshot_every == 0:
+            dcp.save(dcp_state(), checkpoint_id=nxt,
+                     storage_writer=ftrt.dcp.Writer(arena))
+    elif ctx is not None:
         with ctx.update(nxt, snapshot=nxt % args.snapshot_every == 0):
             opt.step()
             if sched is not None:

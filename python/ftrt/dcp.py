@@ -225,7 +225,7 @@ class Reader(StorageReader):
         self.step = None
 
     def reset(self, checkpoint_id=None):
-        self.index = None
+        pass   # one Reader serves one load: its restore is kept
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id):

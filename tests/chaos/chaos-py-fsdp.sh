@@ -11,6 +11,10 @@
 #      to 3 trainers; FSDP2 shards the model over 3, ftrt re-slices every
 #      shard: the state restored is the fault-free state of step 12, and
 #      training goes on to step 24 with the loss below the first step's
+#   4. the same with --dcp: model and optimizer saved by dcp.save through
+#      ftrt.dcp.Writer and loaded by dcp.load onto 3 trainers (DCP reshards,
+#      reading every item from whichever trainer holds its bytes now): the
+#      fault-free state of step 12
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -43,4 +47,10 @@ up cpyf2 4
 export FT_JOB=pyfsdpshr
 py_shrink sh fsdp
 ok "shrunk to 3: every shard re-sliced, the state of step 12 matches, loss $FIRST -> $LAST"
-echo "PASS: the FSDP2 example survives a node loss, replaced and shrunk"
+begin "4. --fsdp --dcp (DCP save and load through ftrt.dcp), no spare: h4 lost at step 12"
+up cpyf3 4
+export FT_JOB=pyfsdpdcp
+TRAIN_ARGS+=(--dcp)
+py_shrink dc "fsdp dcp"
+ok "DCP loaded onto 3 trainers: the state of step 12 matches, loss $FIRST -> $LAST"
+echo "PASS: the FSDP2 example survives a node loss, replaced and shrunk, and through DCP"
