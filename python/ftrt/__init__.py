@@ -210,6 +210,7 @@ class Context:
         self._regs = {}        # name -> (object kept alive, data pointer)
         self._rng = None       # the RNG buffer and what it holds
         self._packers = []     # optimizers, Statefuls: pack(), unpack()
+        self._held = []        # (name, module._parameters, key, parameter)
         self._frozen = False
 
     # ---- registration (local, before the first snapshot or restore) ----
@@ -231,6 +232,7 @@ class Context:
         A tensor that is not contiguous, or not in host memory (or CUDA
         memory), is refused with FT_EINVAL; nothing is registered then.
         """
+        held = obj   # a DTensor is held whole: its shard may be replaced
         if _is_dtensor(obj):
             if global_size is not None:
                 raise Error(_FT_EINVAL, f"ft_register({name!r})", "a DTensor "
@@ -253,7 +255,7 @@ class Context:
         if st != 0:
             raise Error(st, f"ft_register({cname!r})",
                         self._why_refused(st, cname))
-        self._regs[cname] = (obj, ptr)
+        self._regs[cname] = (held, ptr)
         return cname
 
     def _describe(self, name, obj):
@@ -299,6 +301,13 @@ class Context:
         names = []
         for n, p in model.named_parameters():
             names.append(self.register(f"{prefix}.{n}", p, KIND_PARAM))
+        # Each module's own parameters, as registered: one replaced by
+        # another object (load_state_dict(assign=True), p = Parameter(...))
+        # is refused at the next snapshot.
+        for mod_name, mod in model.named_modules():
+            for pn, p in mod.named_parameters(recurse=False):
+                self._held.append((f"{prefix}.{mod_name}.{pn}".replace("..", "."),
+                                   mod._parameters, pn, p))
         if buffers:
             for mod_name, mod in model.named_modules():
                 skip = getattr(mod, "_non_persistent_buffers_set", set())
@@ -451,8 +460,19 @@ class Context:
     # ---- helpers ----
 
     def _check_in_place(self, what):
+        for name, where, key, obj in self._held:
+            if where.get(key) is not obj:
+                raise Error(_FT_ESTATE, what, f"the parameter registered as "
+                            f"{name!r} was replaced by another object "
+                            "(load_state_dict(assign=True), or a new "
+                            "Parameter assigned): the registered one is no "
+                            "longer trained; update it in place (copy_, "
+                            "load_state_dict without assign)")
         for name, (obj, ptr) in self._regs.items():
-            now = obj.data_ptr() if _is_tensor(obj) else obj.ctypes.data
+            if _is_dtensor(obj):
+                now = obj._local_tensor.data_ptr()
+            else:
+                now = obj.data_ptr() if _is_tensor(obj) else obj.ctypes.data
             if now != ptr:
                 raise Error(_FT_ESTATE, what, f"the tensor registered as "
                             f"{name!r} no longer uses the memory it was "

@@ -57,7 +57,6 @@ class Arena:
         self.buf = torch.zeros(self.hi - self.lo, dtype=torch.uint8)
         ctx.register(name, self.buf, KIND_OTHER, global_offset=self.lo,
                      global_size=capacity)
-        self.step = 0
 
     # Every trainer's pieces of global ranges, exchanged (collective).
     def fetch(self, ranges):
@@ -109,12 +108,11 @@ class Writer(StorageWriter):
         super().__init__()
         self.arena = arena
         self.coordinator = False
+        self.step = None
 
     def reset(self, checkpoint_id=None):
-        if checkpoint_id is not None:
-            self.arena.step = int(checkpoint_id)
-        else:
-            self.arena.step += 1
+        # (dcp.save calls it only when given a checkpoint_id)
+        self.step = None if checkpoint_id is None else int(checkpoint_id)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id):
@@ -144,6 +142,10 @@ class Writer(StorageWriter):
                         "snapshot is collective over MPI from the main "
                         "thread: use dcp.save (with FT_CAPTURE=lazy the "
                         "copy goes on while training does)")
+        if self.step is None:   # the same on every trainer: all refuse
+            raise Error(_FT_EINVAL, "ftrt.dcp.Writer", "dcp.save needs "
+                        "checkpoint_id=STEP: the step the snapshot is "
+                        "labelled with")
         a, ctx = self.arena, self.arena.ctx
         err, results = None, []
         try:
@@ -159,7 +161,7 @@ class Writer(StorageWriter):
             raise Error(_FT_ESTATE, "ftrt.dcp.Writer", f"trainer {failed} "
                         "could not write its items (see its message): "
                         "nothing was snapshotted")
-        ctx.snapshot(a.step)
+        ctx.snapshot(self.step)
         return _done(results)
 
     def _write(self, plan, planner):
@@ -198,7 +200,8 @@ class Writer(StorageWriter):
                             "keeps no .metadata (DefaultSavePlanner does)")
             meta = _plain_metadata(m)
         record = pickle.dumps({"world": a.ctx.size, "rank": a.ctx.rank,
-                               "index": index, "metadata": meta}, protocol=4)
+                               "step": self.step, "index": index,
+                               "metadata": meta}, protocol=4)
         if pos + len(record) > size:
             raise Error(_FT_ERANGE, "ftrt.dcp.Writer", f"trainer "
                         f"{a.ctx.rank}'s share of the arena ({size} bytes) "
@@ -222,18 +225,24 @@ class Reader(StorageReader):
         super().__init__()
         self.arena = arena
         self.index = self.metadata = None
-        self.step = None
+        self.step = self.want = None
+        self.used = False
 
     def reset(self, checkpoint_id=None):
-        pass   # one Reader serves one load: its restore is kept
+        # (dcp.load calls it only when given a checkpoint_id)
+        self.want = None if checkpoint_id is None else int(checkpoint_id)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id):
         return Writer.validate_checkpoint_id(checkpoint_id)
 
     def read_metadata(self, *args, **kwargs):
-        if self.index is not None:
+        # A read_metadata() before dcp.load (to learn of a fresh start) is
+        # kept for that load; a load after a load restores anew.
+        if self.index is not None and not self.used:
             return self.metadata
+        self.index = self.metadata = None
+        self.used = False
         a = self.arena
         self.step = a.ctx.restore()    # raises NoSnapshot on every trainer
         # Every trainer reads every record (the same fetches on each: they
@@ -242,6 +251,20 @@ class Reader(StorageReader):
         first = self._records([0], None)[0]
         world = first["world"]
         records = [first] + self._records(range(1, world), world)
+        steps = sorted({rec["step"] for rec in records})
+        if steps != [self.step]:
+            raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"the newest committed "
+                        f"snapshot is of step {self.step}, but the DCP "
+                        f"checkpoint in it is of step(s) "
+                        f"{', '.join(map(str, steps))}: that snapshot was not "
+                        "taken by one dcp.save through ftrt.dcp.Writer (a "
+                        "ctx.snapshot() after it, or a save that failed), and "
+                        "loading it would mix two steps")
+        if self.want is not None and self.want != self.step:
+            raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"checkpoint_id "
+                        f"{self.want} asked for, but the newest committed "
+                        f"snapshot is of step {self.step} (ftrt keeps the "
+                        "newest only)")
         self.index = {}
         for rec in records:
             self.index.update(rec["index"])
@@ -273,19 +296,35 @@ class Reader(StorageReader):
         return plans
 
     def read_data(self, plan, planner):
-        where = []
+        where, missing = [], None
         for req in plan.items:
             key = (req.storage_index.fqn, tuple(req.storage_index.offset or ()))
             if key not in self.index:
-                raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"{key[0]} at "
-                            f"{key[1]} is not in the checkpoint")
+                missing = missing or key
+                continue
             where.append(self.index[key])
+        # the fetch is collective: every trainer takes part, then all learn
+        # whether one of them asked for what is not there
         datas = self.arena.fetch([(off, off + n) for off, n, _ in where])
+        from mpi4py import MPI
+        ctx = self.arena.ctx
+        bad = ctx.comm.allreduce(ctx.rank if missing else -1, op=MPI.MAX)
+        if missing:
+            raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"{missing[0]} at "
+                        f"{missing[1]} is not in the checkpoint")
+        if bad >= 0:
+            raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"trainer {bad} asked "
+                        "for an item that is not in the checkpoint (see its "
+                        "message)")
+        self.used = True
         for req, (_, _, desc), raw in zip(plan.items, where, datas):
             if req.type == LoadItemType.BYTE_IO:
                 planner.load_bytes(req, io.BytesIO(raw))
                 continue
-            dtype = getattr(torch, desc[0])
+            dtype = getattr(torch, desc[0], None)
+            if not isinstance(dtype, torch.dtype):
+                raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"the record names "
+                            f"{desc[0]!r}, not a torch dtype")
             t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) \
                 .view(dtype).reshape(desc[1]) if raw else \
                 torch.empty(desc[1], dtype=dtype)
@@ -311,6 +350,14 @@ def _plain_metadata(m):
     return {"state_dict": sd, "planner_data": m.planner_data}
 
 
+def _dtype(name):
+    d = getattr(torch, name, None)
+    if not isinstance(d, torch.dtype):
+        raise Error(_FT_ESTATE, "ftrt.dcp.Reader", f"the metadata names "
+                    f"{name!r}, not a torch dtype")
+    return d
+
+
 def _metadata_of(plain):
     if plain is None:
         raise Error(_FT_ESTATE, "ftrt.dcp.Reader", "trainer 0's record holds "
@@ -321,7 +368,7 @@ def _metadata_of(plain):
             sd[fqn] = BytesStorageMetadata()
         else:
             sd[fqn] = TensorStorageMetadata(
-                properties=TensorProperties(dtype=getattr(torch, v[1])),
+                properties=TensorProperties(dtype=_dtype(v[1])),
                 size=torch.Size(v[2]),
                 chunks=[ChunkStorageMetadata(offsets=torch.Size(o),
                                              sizes=torch.Size(s))

@@ -58,6 +58,8 @@ def test_register_the_arena(ctx):
     for layer in m:
         fully_shard(layer, mesh=mesh)
     fully_shard(m, mesh=mesh)
+    # its DTensor shards registered too (each a slice of its global tensor)
+    assert ctx.register_model(m)[0] == "model.0.weight"
     S["opt"] = torch.optim.Adam(m.parameters(), lr=0.05)
 
 
@@ -120,3 +122,38 @@ def test_async_save_is_refused_with_what_to_use(ctx):
                          storage_writer=ftrt.dcp.Writer(S["arena"]))
     with pytest.raises(BaseException, match="use dcp.save"):
         fut.result()
+
+
+def _save(value, step):
+    dcp.save({"w": torch.full((6,), float(value))}, checkpoint_id=step,
+             storage_writer=ftrt.dcp.Writer(S["arena"]))
+    S["arena"].ctx.wait_committed()   # a load restores the newest committed
+
+
+def test_a_reader_used_again_restores_anew(ctx):
+    reader = ftrt.dcp.Reader(S["arena"])
+    _save(20, 20)
+    t = {"w": torch.zeros(6)}
+    dcp.load(t, storage_reader=reader)
+    assert reader.step == 20 and t["w"].tolist() == [20.0] * 6
+    _save(21, 21)
+    dcp.load(t, storage_reader=reader)
+    assert reader.step == 21 and t["w"].tolist() == [21.0] * 6
+
+
+def test_a_load_after_a_plain_snapshot_is_refused(ctx):
+    assert ctx.snapshot(30) is True
+    ctx.fence()
+    ctx.wait_committed()
+    with pytest.raises(BaseException, match="would mix two steps"):
+        dcp.load({"w": torch.zeros(6)}, storage_reader=ftrt.dcp.Reader(S["arena"]))
+
+
+def test_a_checkpoint_id_other_than_the_newest_is_refused(ctx):
+    _save(31, 31)
+    with pytest.raises(BaseException, match="checkpoint_id 5 asked for"):
+        dcp.load({"w": torch.zeros(6)}, checkpoint_id=5,
+                 storage_reader=ftrt.dcp.Reader(S["arena"]))
+    with pytest.raises(BaseException, match="needs checkpoint_id"):
+        dcp.save({"w": torch.zeros(6)}, storage_writer=ftrt.dcp.Writer(S["arena"]))
+

@@ -157,6 +157,14 @@ def test_a_tensor_whose_storage_was_replaced_is_refused(ctx):
         ctx.snapshot(6)
     assert e.value.name == "FT_ESTATE" and "'model.0.weight'" in str(e.value)
     p.data = old
+    # a module whose parameter is replaced by another object (assign=True)
+    lin = S["model"][2]
+    kept = lin.weight
+    lin.weight = torch.nn.Parameter(kept.detach().clone())
+    with pytest.raises(ftrt.Error) as e:
+        ctx.snapshot(6)
+    assert e.value.name == "FT_ESTATE" and "'model.2.weight' was replaced" in str(e.value)
+    lin.weight = kept
     assert ctx.snapshot(6) is True
     ctx.fence()
     assert ctx.wait_committed() >= 2

@@ -18,7 +18,7 @@ class FakeCtx(ftrt.Context):
     def __init__(self):
         self._h, self.comm, self.rank, self.size = None, None, 0, 1
         self._regs, self._rng, self._frozen = {}, None, False
-        self._packers = []
+        self._packers, self._held = [], []
         self.seen = []
         self.fences = 0
 
