@@ -490,18 +490,19 @@ class Context:
             p.unpack()
         self._unpack_rng()
 
-    def _agreed(self, what, work):
+    def _agreed(self, what, work, doing=None):
         """work() on every trainer, and every trainer told whether it
         failed anywhere: a state that one trainer cannot pack (or unpack)
         raises on all of them, instead of leaving the others waiting in the
         collective call that follows.  One small allreduce when there are
-        packers (optimizers, Statefuls), whose work can fail."""
-        if not self._packers:
-            work()
-            return
-        err = None
+        packers (optimizers, Statefuls), whose work can fail, or when
+        ``doing`` (what the others were doing, for the message) is given.
+        Returns what work() returned."""
+        if not self._packers and doing is None:
+            return work()
+        err = out = None
         try:
-            work()
+            out = work()
         except Exception as e:  # noqa: BLE001 - re-raised below
             err = e
         from mpi4py import MPI
@@ -510,10 +511,11 @@ class Context:
         if err is not None:
             raise err
         if failed >= 0:
-            doing = "pack its state: nothing was snapshotted" \
-                if what == "ft_snapshot" else "put its state back"
+            doing = doing or ("pack its state: nothing was snapshotted"
+                              if what == "ft_snapshot" else "put its state back")
             raise Error(_FT_ESTATE, what, f"trainer {failed} could not "
                         f"{doing} (see its message)")
+        return out
 
     def _pack_rng(self):
         if self._rng is None:

@@ -146,21 +146,10 @@ class Writer(StorageWriter):
             raise Error(_FT_EINVAL, "ftrt.dcp.Writer", "dcp.save needs "
                         "checkpoint_id=STEP: the step the snapshot is "
                         "labelled with")
-        a, ctx = self.arena, self.arena.ctx
-        err, results = None, []
-        try:
-            results = self._write(plan, planner)
-        except Exception as e:  # noqa: BLE001 - every trainer learns of it
-            err = e
-        from mpi4py import MPI
-        failed = ctx.comm.allreduce(ctx.rank if err is not None else -1,
-                                    op=MPI.MAX)
-        if err is not None:
-            raise err
-        if failed >= 0:
-            raise Error(_FT_ESTATE, "ftrt.dcp.Writer", f"trainer {failed} "
-                        "could not write its items (see its message): "
-                        "nothing was snapshotted")
+        ctx = self.arena.ctx
+        results = ctx._agreed("ftrt.dcp.Writer",
+                              lambda: self._write(plan, planner),
+                              "write its items: nothing was snapshotted")
         ctx.snapshot(self.step)
         return _done(results)
 

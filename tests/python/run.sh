@@ -24,6 +24,19 @@ trap 'rm -rf "$WORK"' EXIT
 export FT_TIMEOUT=60
 PYTEST=(-m pytest -q -p no:cacheprovider)
 rc=0
+# mpi_pytest NP FILE [WHAT]: pytest on tests/python/FILE under mpirun -np
+# NP with $PY.  Rank 0 becomes the SMP inside the fixture: its pytest
+# output is not the report, rank 1's is (the others' shown on a failure).
+mpi_pytest() {
+  local np=$1 file=$2 what=${3:-} r
+  FT_CAPTURE=${FT_CAPTURE:-sync} timeout 300 mpirun --oversubscribe --bind-to none -np "$np" \
+    -x PYTHONPATH -x FTRT_LIBRARY -x FT_STORE_ROOT -x FT_TIMEOUT -x FT_CAPTURE -x FT_JOB \
+    sh -c 'exec "$0" "$@" >"'"$WORK"'/out.$OMPI_COMM_WORLD_RANK" 2>&1' \
+    "$PY" "${PYTEST[@]}" "$SRC/tests/python/$file"
+  r=$?
+  cat "$WORK/out.1"
+  [ $r -eq 0 ] || { echo "FAIL: $file${what:+ with $what}: mpirun exit $r"; cat "$WORK"/out.[02]; rc=1; }
+}
 # suite PY NAME: every case on interpreter PY, in store NAME.
 suite() {
   local PY=$1
@@ -35,27 +48,13 @@ suite() {
   FTRT_TOP_BUILDDIR=$BLD timeout 300 "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_persist.py" || rc=1
   for mode in sync lazy; do
     echo "# test_mpi.py, FT_CAPTURE=$mode"
-    # Rank 0 becomes the SMP inside the fixture: its pytest output is not the
-    # report, rank 1's is.
-    FT_CAPTURE=$mode FT_JOB=py-$mode timeout 300 mpirun --oversubscribe --bind-to none -np 2 \
-      -x PYTHONPATH -x FTRT_LIBRARY -x FT_STORE_ROOT -x FT_TIMEOUT -x FT_CAPTURE -x FT_JOB \
-      sh -c 'exec "$0" "$@" >"'"$WORK"'/out.$OMPI_COMM_WORLD_RANK" 2>&1' \
-      "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_mpi.py"
-    r=$?
-    cat "$WORK/out.1"
-    [ $r -eq 0 ] || { echo "FAIL: test_mpi.py with FT_CAPTURE=$mode: mpirun exit $r"; cat "$WORK/out.0"; rc=1; }
+    FT_CAPTURE=$mode FT_JOB=py-$mode mpi_pytest 2 test_mpi.py "FT_CAPTURE=$mode"
   done
   # DCP through ftrt's storage, 2 trainers (FSDP2 shards saved, loaded
   # resharded): on a torch with torch.distributed.checkpoint and FSDP2
   if "$PY" -c 'import torch.distributed.checkpoint.state_dict, torch.distributed.fsdp as f; f.fully_shard' 2>/dev/null; then
     echo "# test_dcp.py"
-    FT_JOB=py-dcp timeout 300 mpirun --oversubscribe --bind-to none -np 3 \
-      -x PYTHONPATH -x FTRT_LIBRARY -x FT_STORE_ROOT -x FT_TIMEOUT -x FT_JOB \
-      sh -c 'exec "$0" "$@" >"'"$WORK"'/dcp.$OMPI_COMM_WORLD_RANK" 2>&1' \
-      "$PY" "${PYTEST[@]}" "$SRC/tests/python/test_dcp.py"
-    r=$?
-    cat "$WORK/dcp.1"
-    [ $r -eq 0 ] || { echo "FAIL: test_dcp.py: mpirun exit $r"; cat "$WORK/dcp.2"; rc=1; }
+    FT_JOB=py-dcp mpi_pytest 3 test_dcp.py
   else
     echo "# test_dcp.py skipped on $PY: no torch.distributed.checkpoint with FSDP2"
   fi
