@@ -35,10 +35,10 @@ from torch.distributed.checkpoint.metadata import (
 from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType
 from torch.distributed.checkpoint.storage import WriteResult
 
+from . import KIND_OTHER, _FT_EINVAL, _FT_ERANGE, _FT_ESTATE
 from ._lib import Error
 from .state import _Plain
 
-_FT_EINVAL, _FT_ESTATE, _FT_ERANGE = -1, -13, -15
 _MAGIC = b"FTRTDCP1"
 _HEAD = struct.Struct("<8sQQ")   # magic, record offset, record length
 
@@ -48,7 +48,6 @@ class Arena:
     OTHER: copied before ft_snapshot returns, lazy capture or not)."""
 
     def __init__(self, ctx, capacity, name="dcp"):
-        from . import KIND_OTHER
         if ctx.size > capacity:
             raise Error(_FT_EINVAL, "ftrt.dcp.Arena", f"capacity {capacity} "
                         f"bytes is less than one per trainer ({ctx.size})")

@@ -9,9 +9,9 @@ import pickle
 import struct
 import sys
 
+from . import (KIND_OPTIM, KIND_OTHER, _FT_EINVAL, _FT_ERANGE, _FT_ESTATE,
+               _is_dtensor, _is_tensor)
 from ._lib import Error
-
-_FT_EINVAL, _FT_ESTATE, _FT_ERANGE = -1, -13, -15
 
 # ---- Python numbers in a fixed table of (tag, 8 bytes) entries ----
 
@@ -144,7 +144,7 @@ class OptimizerState:
                     kw = {"global_offset": global_offset,
                           "global_size": global_size}
                 self.names.append(ctx.register(f"{prefix}.{i}.{key}", t,
-                                               _kind_optim(), **kw))
+                                               KIND_OPTIM, **kw))
                 slots[key] = t
             self.slots.append(slots)
             self.numbers.append(numbers)
@@ -155,12 +155,12 @@ class OptimizerState:
             pool = torch.zeros(len(where), dtype=dtype, device=device)
             suffix = "steps" if n == 0 else f"steps{n}"
             self.names.append(ctx.register(f"{prefix}.{suffix}", pool,
-                                           _kind_optim()))
+                                           KIND_OPTIM))
             for j, (i, key) in enumerate(where):
                 self.slots[i][key] = pool[j]
         self.has_state = np.zeros(max(len(self.params), 1), dtype=np.int64)
         self.names.append(ctx.register(f"{prefix}.has_state", self.has_state,
-                                       _kind_other()))
+                                       KIND_OTHER))
         self.table = Scalars(np)
         self.layout = self._groups()
         for gi, group in enumerate(optimizer.param_groups):
@@ -171,7 +171,7 @@ class OptimizerState:
                 self.table.add(f"optimizer state {i}.{key}",
                                self._state_get(i, key), self._state_set(i, key))
         self.names.append(ctx.register(f"{prefix}.numbers", self.table.freeze(),
-                                       _kind_other()))
+                                       KIND_OTHER))
         # State made before registration (Adagrad's in its constructor, or
         # steps already taken) is adopted now.
         self._adopt_all(fence=False)
@@ -192,14 +192,13 @@ class OptimizerState:
                         f"{e}); register its state tensors with register() "
                         "once they exist") from None
         out = []
-        from . import _is_dtensor
         for key, v in probe.state[q].items():
             if _is_dtensor(v):
                 lt = v._local_tensor
                 out.append((key, (tuple(lt.shape), lt.dtype, lt.device,
                                   (v.device_mesh, v.placements, v.shape,
                                    v.stride()))))
-            elif _is_tensor(torch, v):
+            elif _is_tensor(v):
                 out.append((key, (tuple(v.shape), v.dtype, v.device, None)))
             elif is_number(v):
                 out.append((key, None))
@@ -218,7 +217,7 @@ class OptimizerState:
         opt = self.opt
         v = opt.param_groups[gi][key]
         where = f"param_groups[{gi}][{key!r}]"
-        if is_number(v) or (_is_tensor(self.torch, v) and v.ndim == 0):
+        if is_number(v) or (_is_tensor(v) and v.ndim == 0):
             self.table.add(where, lambda: opt.param_groups[gi][key],
                            lambda x: _assign(opt.param_groups[gi], key)(x))
         elif isinstance(v, (tuple, list)) and all(
@@ -285,7 +284,7 @@ class OptimizerState:
                 cur = st[key]
                 if cur is slot:
                     continue
-                if not _is_tensor(self.torch, cur) or cur.shape != slot.shape \
+                if not _is_tensor(cur) or cur.shape != slot.shape \
                         or cur.dtype != slot.dtype:
                     raise Error(_FT_EINVAL, "ft_snapshot", f"{what}: state "
                                 f"{key!r} is not a {slot.dtype} tensor of "
@@ -330,9 +329,9 @@ class StatefulState:
                             "load_state_dict())")
         if capacity < 1:
             raise Error(_FT_EINVAL, what, f"capacity {capacity} must be > 0")
-        self.obj, self.name, self.capacity = obj, name, capacity
+        self.obj, self.name, self.capacity, self.np = obj, name, capacity, np
         self.buf = np.zeros(8 + capacity, dtype=np.uint8)
-        self.names = [ctx.register(f"stateful.{name}", self.buf, _kind_other())]
+        self.names = [ctx.register(f"stateful.{name}", self.buf, KIND_OTHER)]
         self.pack()      # fails now, not at the first snapshot, if too big
 
     def pack(self):
@@ -349,12 +348,9 @@ class StatefulState:
                         f"{self.name!r} is {len(data)} bytes, more than the "
                         f"{self.capacity} registered: register it with "
                         f"capacity={2 * len(data)} or more")
-        self.buf[:8] = self.np_u8(struct.pack("<Q", len(data)))
-        self.buf[8:8 + len(data)] = self.np_u8(data)
-
-    def np_u8(self, b):
-        import numpy as np
-        return np.frombuffer(b, dtype=np.uint8)
+        self.buf[:8] = self.np.frombuffer(struct.pack("<Q", len(data)),
+                                          dtype=self.np.uint8)
+        self.buf[8:8 + len(data)] = self.np.frombuffer(data, dtype=self.np.uint8)
 
     def unpack(self):
         n = struct.unpack("<Q", self.buf[:8].tobytes())[0]
@@ -454,17 +450,3 @@ def _dtensor_over(local, spec):
         raise Error(_FT_EINVAL, "register_optimizer", "DTensor.from_local "
                     "copied the shard: its state cannot be registered")
     return d
-
-
-def _is_tensor(torch, v):
-    return isinstance(v, torch.Tensor)
-
-
-def _kind_optim():
-    from . import KIND_OPTIM
-    return KIND_OPTIM
-
-
-def _kind_other():
-    from . import KIND_OTHER
-    return KIND_OTHER
