@@ -8,11 +8,13 @@
  *   mpirun --oversubscribe --bind-to none
  *     [--mca plm rsh]                 hosts outside Slurm, unless
  *                                     --mpirun-arg names plm
+ *     [--mca plm_slurm_args --overlap]  in Slurm, unless the user set it
  *     [cluster: --mca plm_rsh_agent FT-RSH --mca plm_rsh_no_tree_spawn 1
  *      --mca btl_tcp_if_include IF --mca oob_tcp_if_include IF
  *      [--mca btl tcp,vader,self] [--mca pml ob1]]
  *                                     btl and pml unless the user set them
  *     [--hostfile F --map-by ppr:K:node]               with hosts
+ *     [--hostfile F --mca rmaps seq]  in Slurm: F names each host K times
  *     -np N*K -x FTRT_LAUNCH_ID
  *     [--mca mpi_yield_when_idle 1]   cluster, more ranks than CPUs, unless
  *                                     the user set it
@@ -54,6 +56,14 @@ static int head_words(const ft__launch_job_t *j, const ft__env_t *env,
   int rc = FT_OK;
   if (j->nhosts > 0 && !j->slurm && !given(j, "plm"))
     rc = mca(w, "plm", "rsh");
+  /* In an allocation mpirun starts its daemons as a job step (srun).  The
+   * step of an attempt that lost a host holds its CPUs on the survivors
+   * until Slurm has marked that host DOWN, so the next attempt's step would
+   * wait ("Requested nodes are busy") for as long: --overlap lets it share
+   * them at once. */
+  if (rc == FT_OK && j->slurm && !given(j, "plm_slurm_args") &&
+      !*ft__env_str(env, "OMPI_MCA_plm_slurm_args"))
+    rc = mca(w, "plm_slurm_args", "--overlap");
   if (!j->cluster || rc != FT_OK)
     return rc;
   if (mca(w, "plm_rsh_agent", j->rsh) != FT_OK ||
@@ -72,7 +82,23 @@ static int64_t ranks(const ft__launch_job_t *j) {
   return (int64_t)((uint64_t)j->nodes * (uint64_t)j->ranks_per_node);
 }
 
+/* In an allocation mpirun orders the nodes as Slurm lists them, whatever
+ * the hostfile's order, and a relaunch with a spare in a lost node's place
+ * must keep the node order of the snapshot: there the sequential mapper
+ * places rank r on the hostfile's line r, one line a rank. */
+static int slurm_hosts_words(const ft__launch_job_t *j, ft__launch_cmd_t *c) {
+  for (int i = 0; i < j->nhosts; i++)
+    for (int64_t r = 0; r < j->ranks_per_node; r++)
+      if (ft__text_addf(&c->hostfile, "%s\n", j->hosts[i]) != FT_OK)
+        return FT_ENOMEM;
+  ADD(&c->argv, "--hostfile");
+  ADD(&c->argv, j->hostfile);
+  return mca(&c->argv, "rmaps", "seq");
+}
+
 static int hosts_words(const ft__launch_job_t *j, ft__launch_cmd_t *c) {
+  if (j->slurm)
+    return slurm_hosts_words(j, c);
   for (int i = 0; i < j->nhosts; i++)
     if (ft__text_addf(&c->hostfile, "%s slots=%" PRId64 "\n", j->hosts[i],
                       j->ranks_per_node) != FT_OK)
