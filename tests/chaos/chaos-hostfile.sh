@@ -6,9 +6,8 @@
 # takes it as lost since mpirun says it lost its daemon (the probe, the
 # same agent, "AGENT HOST true", asks the others), takes the spare the
 # hostfile marks, relaunches with the rebuild in the SMPs' ft_init, and
-# the job ends with the fault-free digest.  Then the same inside a Slurm
-# allocation: the nodes come from SLURM_JOB_NODELIST, the spare is the
-# node beyond --nodes 4 that --spares 1 allows.
+# the job ends with the fault-free digest.  (A real Slurm allocation:
+# chaos-slurm.sh.)
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -49,18 +48,3 @@ expect_resumed hf 8 8 "h2 lost"
 expect_digest hf "h2 lost"
 expect_line hf '^ft-launch: \[\+[0-9.]+s\] done: success after 1 restart\(s\): h2 -> s1$' "the last line"
 ok "h2 lost: mpirun named it, s1 from the hostfile rebuilt, resumed from step $RESUMED, digest matches"
-
-begin "Slurm: SLURM_JOB_NODELIST=h[1-4],s1 --nodes 4 --spares 1; h3 killed at step 8"
-up chost 4 --spares 1
-export FT_JOB=sl
-SLURM_JOB_NODELIST='h[1-4],s1' FT_PROBE=$SRC/scripts/ft-rsh FT_HOLD=step=8 \
-  head_launch_bg sl --nodes 4 --spares 1 --restarts 1 --job "$FT_JOB"
-chaos sl kill-node h3
-finish
-expect_rc sl 0 "ft-launch in a Slurm allocation --restarts 1"
-expect_line sl '^ft-launch: on hosts h1 h2 h3 h4 \(Slurm allocation h\[1-4\],s1\); spares: up to 1 of s1$' "Slurm nodes"
-expect_line sl '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
-expect_line sl '^ft-restore: lost node 2 \(h3, group 0 position [0-3]\) -> s1$' "ft-restore rebuilds h3 on s1"
-expect_resumed sl 8 8 "h3 lost"
-expect_digest sl "h3 lost"
-ok "Slurm allocation: h3 lost, s1 (beyond --nodes 4) rebuilt, resumed from step $RESUMED, digest matches"

@@ -56,27 +56,6 @@ need_cluster
 STEPS=20 EVERY=2
 TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 2)
 
-# shrunk_reference LOG KEPT [ft-launch ARGS...]: REF = the digest of a job
-# that trains 8 steps on the cluster's first hosts (ft-launch ARGS), then
-# continues on the hosts KEPT alone ("h1 h4 h5"): ft-restore --mode shrink
-# on KEPT (the other hosts left out, their stores unread), and the relaunch
-# on KEPT resumes from step 8 and runs to step $STEPS.  No fault.
-shrunk_reference() {
-  local log=$1 kept=$2 job=ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")
-  shift 2
-  FT_JOB=$job launch "$log.1" 8 --job "$job" "$@"
-  expect_rc "$log.1" 0 "reference: first 8 steps"
-  grep -qx 'fresh start' "$WORK/$log.1" || die_with "$log.1" "reference did not start fresh"
-  FT_JOB=$job restore "$kept" "$log.2" --mode shrink
-  expect_rc "$log.2" 0 "reference: ft-restore --mode shrink on $kept"
-  expect_line "$log.2" '^ft-restore: restored version [0-9]+ \(step 8\)' "reference: shrink"
-  FT_JOB=$job on "$kept" 2 "$log.3" ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}"
-  expect_rc "$log.3" 0 "reference: relaunch on $kept"
-  expect_resumed "$log.3" 8 8 "reference: relaunch on $kept"
-  REF=$(digest_of "$log.3")
-  [ -n "$REF" ] || die_with "$log.3" "reference printed no digest"
-}
-
 # lose_and_shrink LOG HOST KEPT [ft-launch ARGS...]: the job $FT_JOB runs on
 # the cluster's hosts, held once the snapshot of step 8 has committed, where
 # HOST is killed (ft-launch without --restarts fails: 124 or 125); then

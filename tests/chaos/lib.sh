@@ -146,12 +146,14 @@ launch_bg() {
 # head_launch_bg LOG ARGS...: ft-launch ARGS run on the cluster's head (or
 # on host $LAUNCH_ON), as on a real cluster (not --cluster: it knows
 # nothing of ft-cluster; the hosts come from a hostfile or Slurm), in the
-# background; LPID.
+# background, through the words of the array LAUNCH_WITH if set (salloc
+# -N5); LPID.
+LAUNCH_WITH=()
 head_launch_bg() {
   local log=$1; shift
   : >"$WORK/$log"
   timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" "${LAUNCH_ON:-head}" \
-    ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
+    ${LAUNCH_WITH[@]+"${LAUNCH_WITH[@]}"} ft-launch "$@" -- ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}" >"$WORK/$log" 2>&1 &
   LPID=$! LLOG=$log
   hang_watch "$log" "$LPID" &
   HWPID=$!
@@ -210,6 +212,27 @@ reference() {
   grep -qx 'fresh start' "$WORK/$log" || die_with "$log" "fault-free run did not start fresh"
   REF=$(digest_of "$log")
   [ -n "$REF" ] || die_with "$log" "fault-free run printed no digest"
+}
+
+# shrunk_reference LOG KEPT [ft-launch ARGS...]: REF = the digest of a job
+# that trains 8 steps on the cluster's first hosts (ft-launch ARGS), then
+# continues on the hosts KEPT alone ("h1 h4 h5"): ft-restore --mode shrink
+# on KEPT (the other hosts left out, their stores unread), and the relaunch
+# on KEPT resumes from step 8 and runs to step $STEPS.  No fault.
+shrunk_reference() {
+  local log=$1 kept=$2 job=ref$(od -An -N4 -tu4 /dev/urandom | tr -d " ")
+  shift 2
+  FT_JOB=$job launch "$log.1" 8 --job "$job" "$@"
+  expect_rc "$log.1" 0 "reference: first 8 steps"
+  grep -qx 'fresh start' "$WORK/$log.1" || die_with "$log.1" "reference did not start fresh"
+  FT_JOB=$job restore "$kept" "$log.2" --mode shrink
+  expect_rc "$log.2" 0 "reference: ft-restore --mode shrink on $kept"
+  expect_line "$log.2" '^ft-restore: restored version [0-9]+ \(step 8\)' "reference: shrink"
+  FT_JOB=$job on "$kept" 2 "$log.3" ft-train-example --steps "$STEPS" "${TRAIN_ARGS[@]}"
+  expect_rc "$log.3" 0 "reference: relaunch on $kept"
+  expect_resumed "$log.3" 8 8 "reference: relaunch on $kept"
+  REF=$(digest_of "$log.3")
+  [ -n "$REF" ] || die_with "$log.3" "reference printed no digest"
 }
 
 # py_reference LOG STEPS: reference LOG STEPS of the Python example (run

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# ftrt in a real Slurm allocation: Debian's slurmctld, slurmd and munged run
+# on the simulated cluster (ft-cluster up --slurm), the job is allocated
+# with salloc on the head, as on a login node, and ft-launch takes its
+# nodes from the allocation and starts mpirun, whose daemons Open MPI
+# starts as a job step (srun).  Slurm itself sees each fault: a killed
+# host's slurmd stops answering and Slurm marks the node DOWN.
+#   1. salloc -N5 --no-kill, --nodes 4 --spares 1: h3 killed at step 8, the
+#      allocation's fifth node rebuilds it, the fault-free digest.
+#   2. salloc -N4 --no-kill, no spare: h4 killed at step 8, the job shrinks
+#      to h1..h3 and ends with the digest of a fault-free shrink there.
+#   3. slurmd of h2 killed at step 8 (the host and its ranks live on), held
+#      until Slurm marks the node DOWN: the fault-free digest.
+#   4. sbatch --wait of tests/chaos/slurm-job.sh (the batch script the docs
+#      show; it runs on h1, the allocation's first node): h3 killed at step
+#      8, the spare rebuilds it, the fault-free digest.
+# shellcheck source=tests/chaos/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_cluster
+for p in slurmctld slurmd munged; do
+  [ -x /usr/sbin/$p ] || skip "/usr/sbin/$p missing: Slurm is not installed (scripts/install-deps)"
+done
+command -v salloc >/dev/null || skip "salloc missing: slurm-client is not installed (scripts/install-deps)"
+STEPS=16 EVERY=2   # as in slurm-job.sh
+TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 4)
+# What the user's environment gives mpirun on this cluster's hosts.
+export OMPI_MCA_btl=tcp,vader,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+
+# slurm_up N S: a cluster of N hosts and S spares running Slurm; every
+# node idle (ft-cluster up waits for that).
+slurm_up() { up cslurm "$1" --spares "$2" --slurm; }
+
+# salloc_bg LOG "SALLOC ARGS" ARGS...: on the head, salloc SALLOC ARGS
+# ft-launch ARGS -- ft-train-example ..., in the background (head_launch_bg).
+salloc_bg() {
+  local log=$1; shift
+  read -ra LAUNCH_WITH <<<"salloc $1"; shift
+  head_launch_bg "$log" "$@"
+  LAUNCH_WITH=()
+}
+
+begin "fault-free reference: salloc -N5 --no-kill, ft-launch --nodes 4 --spares 1"
+slurm_up 4 1
+salloc_bg ref "-N5 --no-kill" --nodes 4 --spares 1 --job "ref$$"
+finish
+expect_rc ref 0 "fault-free run in the allocation"
+expect_line ref '^salloc: Granted job allocation [0-9]+$' "salloc"
+expect_line ref '^ft-launch: on hosts h1 h2 h3 h4 \(Slurm allocation h\[1-4\],s1\); spares: up to 1 of s1$' "the allocation's nodes"
+REF=$(digest_of ref)
+[ -n "$REF" ] || die_with ref "fault-free run printed no digest"
+ok "fault-free digest $REF on h1..h4 of a Slurm allocation, s1 its spare"
+FREF=$REF
+
+begin "h3 killed at step 8: Slurm marks it DOWN, the allocation's spare s1 takes its place"
+export FT_JOB=sl1
+HOLD_WHEN=step=8
+FT_HOLD=$HOLD_WHEN salloc_bg sl1 "-N5 --no-kill" --nodes 4 --spares 1 --restarts 1 --job "$FT_JOB"
+chaos sl1 kill-node h3
+finish
+expect_rc sl1 0 "ft-launch --restarts 1 in the allocation"
+expect_line sl1 '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+expect_line sl1 '^ft-restore: lost node 2 \(h3, group 0 position [0-3]\) -> s1$' "the rebuild of h3 on s1"
+expect_line sl1 '^ft-launch: on hosts h1 h2 s1 h4 \(Slurm allocation h\[1-4\],s1\)$' "the relaunch in the node order of the snapshot"
+expect_resumed sl1 8 8 "h3 lost"
+expect_digest sl1 "h3 lost"
+ok "h3 lost in the allocation: s1 rebuilt it, resumed from step $RESUMED, digest matches"
+
+begin "no spare in the allocation: h4 killed at step 8, the job shrinks to h1..h3"
+slurm_up 4 0
+shrunk_reference shref "h1 h2 h3"
+export FT_JOB=sl2
+HOLD_WHEN=step=8
+FT_HOLD=$HOLD_WHEN salloc_bg sl2 "-N4 --no-kill" --restarts 1 --job "$FT_JOB"
+chaos sl2 kill-node h4
+finish
+expect_rc sl2 0 "ft-launch --restarts 1, no spare"
+expect_line sl2 '^ft-launch: lost host\(s\): h4; no spare left: shrinking to 3 nodes$' "the shrink"
+expect_resumed sl2 8 8 "h4 lost"
+expect_digest sl2 "h4 lost, shrunk to h1..h3"
+ok "h4 lost, no spare: shrunk to h1..h3 in the allocation, resumed from step $RESUMED, digest of the fault-free shrink"
+
+# node_state HOST: Slurm's state of node HOST (idle, alloc, down*, ...).
+node_state() { ft-cluster exec --name "$CL" head sinfo -h -n "$1" -o %t 2>/dev/null; }
+# release_all: let the held job go on every live host of the cluster.
+release_all() {
+  local h
+  for h in $(ft-cluster hosts --all --name "$CL" | awk '{ print $1 }'); do
+    ft-cluster exec --name "$CL" "$h" ft-hold --job "$FT_JOB" release >/dev/null 2>&1
+  done
+}
+
+begin "slurmd of h2 killed at step 8: the host lives, Slurm marks the node DOWN, then the job goes on"
+slurm_up 4 1
+REF=$FREF
+export FT_JOB=sl4
+HOLD_WHEN=step=8
+FT_HOLD=$HOLD_WHEN salloc_bg sl4 "-N5 --no-kill" --nodes 4 --spares 1 --restarts 1 --job "$FT_JOB"
+chaos sl4 kill-slurmd h2 --keep-held
+# Held at step 8 until Slurm has given h2 up (600 s only bounds a hang).
+for i in $(seq 3000); do
+  case $(node_state h2) in down*) break ;; esac
+  sleep 0.2
+done
+case $(node_state h2) in down*) ;; *) die_with sl4 "Slurm never marked h2 down: $(node_state h2)" ;; esac
+release_all
+finish
+expect_rc sl4 0 "ft-launch --restarts 1, slurmd of h2 gone"
+expect_digest sl4 "slurmd of h2 gone"
+ok "slurmd of h2 killed: Slurm marked h2 down, the job ended with the fault-free digest"
+
+begin "sbatch --wait slurm-job.sh: h3 killed at step 8, the spare takes its place"
+slurm_up 4 1
+export FT_JOB=sl5
+HOLD_WHEN=step=8
+: >"$WORK/sl5"
+FT_HOLD=$HOLD_WHEN timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
+  sbatch --wait --output="$WORK/sl5" "$SRC/tests/chaos/slurm-job.sh" >"$WORK/sl5.sbatch" 2>&1 &
+LPID=$! LLOG=sl5
+BG_PIDS+=("$LPID")
+chaos sl5 kill-node h3
+finish
+cat "$WORK/sl5.sbatch" >>"$WORK/sl5"
+expect_rc sl5 0 "sbatch --wait of slurm-job.sh"
+expect_line sl5 '^Submitted batch job [0-9]+$' "sbatch"
+expect_line sl5 '^ft-launch: on hosts h1 h2 h3 h4 \(Slurm allocation h\[1-4\],s1\); spares: up to 1 of s1$' "the allocation's nodes"
+expect_line sl5 '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+expect_resumed sl5 8 8 "h3 lost"
+expect_digest sl5 "h3 lost, batch job"
+ok "sbatch: h3 lost, s1 rebuilt it, resumed from step $RESUMED, digest matches"
