@@ -69,7 +69,8 @@ ok "bad node lists: exit 2, one line naming the bad part"
 # ft-launch inside an allocation (no --hostfile): the nodes of the list.
 out=$(SLURM_JOB_NODELIST='node[01-03],gpu7' "$L" --dry-run --nodes 3 --spares 1 -- prog) ||
   fail "--dry-run in a Slurm allocation: $out"
-[ "$(grep '^# hostfile:' <<<"$out" | tr '\n' ';')" = '# hostfile: node01 slots=2;# hostfile: node02 slots=2;# hostfile: node03 slots=2;' ] ||
+# In the sequential mapper's hostfile: a line a rank, in the job's order.
+[ "$(grep '^# hostfile:' <<<"$out" | tr '\n' ';')" = '# hostfile: node01;# hostfile: node01;# hostfile: node02;# hostfile: node02;# hostfile: node03;# hostfile: node03;' ] ||
   fail "Slurm hosts: $out"
 grep -qx '# spares: up to 1 of gpu7' <<<"$out" || fail "Slurm spare: $out"
 grep -qx '# probe: srun -N1 -n1 --overlap -w HOST true (3 tries)' <<<"$out" || fail "Slurm probe: $out"

@@ -160,7 +160,9 @@ START_TEST(build_plm_given) {
 }
 END_TEST
 
-/* Inside a Slurm allocation mpirun uses Slurm's own launcher. */
+/* Inside a Slurm allocation mpirun uses Slurm's own launcher, its daemons'
+ * step overlapping a lost attempt's, and places the ranks in the
+ * hostfile's order (the sequential mapper). */
 START_TEST(build_slurm) {
   ft__launch_job_t j = job_here();
   j.hosts = HOSTS3;
@@ -169,9 +171,9 @@ START_TEST(build_slurm) {
   j.slurm = 1;
   j.hostfile = "F";
   argv_of("SLURM_JOB_NODELIST=n[1-3]", &j,
-          "mpirun --oversubscribe --bind-to none --hostfile F "
-          "--map-by ppr:2:node -np 6 -x FTRT_LAUNCH_ID -x FT_JOB -x "
-          "FT_TIMEOUT prog a");
+          "mpirun --oversubscribe --bind-to none --mca plm_slurm_args "
+          "--overlap --hostfile F --mca rmaps seq -np 6 -x FTRT_LAUNCH_ID -x "
+          "FT_JOB -x FT_TIMEOUT prog a");
 }
 END_TEST
 
