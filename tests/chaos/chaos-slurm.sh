@@ -9,8 +9,9 @@
 #      allocation's fifth node rebuilds it, the fault-free digest.
 #   2. salloc -N4 --no-kill, no spare: h4 killed at step 8, the job shrinks
 #      to h1..h3 and ends with the digest of a fault-free shrink there.
-#   3. slurmd of h2 killed at step 8 (the host and its ranks live on), held
-#      until Slurm marks the node DOWN: the fault-free digest.
+#   3. slurmd of h2 killed at step 8 (the host lives), the job held until
+#      Slurm marks the node DOWN; Slurm then kills the job's step on every
+#      node: the fault-free digest.
 #   4. sbatch --wait of tests/chaos/slurm-job.sh (the batch script the docs
 #      show; it runs on h1, the allocation's first node): h3 killed at step
 #      8, the spare rebuilds it, the fault-free digest.
