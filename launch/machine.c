@@ -57,7 +57,7 @@ enum { FTL_FS_REGROUP = 1, FTL_FS_NEXT };
 
 struct ft__launch {
   /* The configuration. */
-  int restarts, cluster, probe_tries, restore_job, one_per_node, cold;
+  int restarts, cluster, slurm, probe_tries, restore_job, one_per_node, cold;
   int ec_k, ec_m;
   char probe[FTL_PROBE_MAX], timeout[FTL_TIMEOUT_MAX];
   char ec_name[FTL_EC_NAME_MAX];
@@ -81,6 +81,8 @@ struct ft__launch {
   uint32_t pre_given, pre_entries;
   ftl_list_t lost, named_lost, unprobed, put_back_now, asked, spares;
   uint8_t named[FT_LAUNCH_HOSTS_MAX]; /* the last mpirun lost its daemon */
+  int named_slurm; /* ... or Slurm reported them lost as it ended */
+  uint8_t by_slurm[FT_LAUNCH_HOSTS_MAX]; /* named last by Slurm, not mpirun */
   uint8_t down[FT_LAUNCH_HOSTS_MAX];  /* failed the last probe */
   int lost_fresh, full_host, job_rc;
   int attempt, restarts_done, recoveries;
@@ -267,8 +269,19 @@ static void ftl_put_secs(ftl_text_t *t, uint64_t ms) {
           (unsigned long long)(ms % 1000 / 100));
 }
 
+/* Who named the hosts lost without a probe: "mpirun lost its daemon on",
+ * or Slurm. */
+static void ftl_put_named_by(ftl_text_t *t, int slurm, int past) {
+  if (slurm)
+    ftl_put(t, past ? "Slurm reported " : "Slurm reports ");
+  else
+    ftl_put(t, "mpirun lost its daemon on ");
+}
+
 /* probe_words: how the hosts were asked. */
 static void ftl_put_probe_words(const ft__launch_t *m, ftl_text_t *t) {
+  if (m->slurm && !m->cluster)
+    ftl_put(t, "Slurm reports them down or not responding, or ");
   if (m->cluster)
     ftl_put(t, "ping from the head");
   else if (m->probe_tries == 1)
@@ -596,14 +609,19 @@ static void ftl_reported(ft__launch_t *m) {
   } else if (!m->named_lost.n || m->named_lost.n != m->lost.n) {
     ftl_put(&t, "job failed; ");
     if (m->named_lost.n) {
-      ftl_put(&t, "mpirun lost its daemon on ");
+      ftl_put_named_by(&t, m->named_slurm, 0);
       ftl_put_list(m, &t, &m->named_lost, " ");
+      if (m->named_slurm)
+        ftl_put(&t, " down or not responding");
       ftl_put(&t, ", the others cannot run a command (");
     } else {
       ftl_put(&t, "host(s) of the job cannot run a command (");
     }
     ftl_put_probe_words(m, &t);
     ftl_put(&t, "): ");
+  } else if (m->named_slurm) {
+    ftl_put(&t, "job failed; Slurm reports host(s) of the job down or not "
+                "responding: ");
   } else {
     ftl_put(&t, "job failed; mpirun lost its daemon on host(s) of the job "
                 "(killed or partitioned): ");
@@ -930,11 +948,16 @@ static int ftl_spent(const ft__launch_t *m) {
 static void ftl_put_back(ft__launch_t *m, const ftl_list_t *back) {
   ftl_text_t t;
   ftl_open(m, &t);
-  ftl_put(&t, "mpirun lost its daemon on ");
+  int slurm = m->by_slurm[back->id[0]];
+  ftl_put_named_by(&t, slurm, 1);
   ftl_put_list(m, &t, back, " ");
+  if (slurm)
+    ftl_put(&t, " down or not responding");
   ftl_put(&t, ", but %d host(s) answer ", back->n);
   if (m->cluster)
     ftl_put(&t, "a ping from the head");
+  else if (m->slurm)
+    ftl_put(&t, "Slurm and '%s HOST true'", m->probe);
   else
     ftl_put(&t, "'%s HOST true'", m->probe);
   ftl_put(&t, " now: putting them back in the job");
@@ -1101,6 +1124,11 @@ static void ftl_unreachable(ft__launch_t *m, const ft__launch_event_t *ev) {
             "job",
             h, s, m->timeout,
             (ev->flags & FT_LAUNCH_PING_WAIT) ? ", a ping waits 3 s" : "");
+  else if (m->slurm)
+    ftl_put(&t,
+            "Slurm has reported host %s down or not responding for %llu s "
+            "(timeout %s s): ending the job",
+            h, s, m->timeout);
   else {
     ftl_put(&t, "host %s cannot run a command for %llu s (", h, s);
     ftl_put_probe_words(m, &t);
@@ -1179,6 +1207,10 @@ static void ftl_dispatch(ft__launch_t *m, const ft__launch_event_t *ev) {
     break;
   case FT_LAUNCH_EV_EXIT:
     ftl_mark(m, m->named, ev->hosts, ev->nhosts);
+    m->named_slurm = (ev->flags & FT_LAUNCH_SLURM_NAMED) != 0;
+    for (int i = 0; i < m->nnames; i++)
+      if (m->named[i])
+        m->by_slurm[i] = (uint8_t)m->named_slurm;
     if (m->state == FT_LAUNCH_RESTORING)
       ftl_restore_exit(m, ev);
     else
@@ -1298,6 +1330,7 @@ static int ftl_init_config(ft__launch_t *m, const ft__launch_config_t *c) {
   if (!ftl_config_ok(c))
     return FT_EINVAL;
   m->restarts = c->restarts, m->cluster = c->cluster != 0;
+  m->slurm = c->slurm != 0;
   m->probe_tries = c->probe_tries, m->restore_job = c->restore_job != 0;
   m->one_per_node = c->one_per_node != 0, m->cold = c->cold_spares != 0;
   m->ec_k = c->ec_k, m->ec_m = c->ec_k ? c->ec_m : 0;

@@ -154,13 +154,17 @@ typedef enum {
 /* UNREACHABLE's flag: the cluster's watch judged after 3 s, more than
  * --timeout (a ping waits 3 s). */
 #define FT_LAUNCH_PING_WAIT 8u
+/* EXIT's flag, in a Slurm allocation: its hosts are those Slurm reports
+ * down or not responding as the run ended, not mpirun's lost daemons. */
+#define FT_LAUNCH_SLURM_NAMED 16u
 
 typedef struct ft__launch_event {
   int kind;
   int status;  /* EXIT: mpirun's exit status */
   uint64_t ms; /* EXIT: the run's length, from its start to its teardown's
                   end; UNREACHABLE: how long the host was silent */
-  /* EXIT: the hosts mpirun said it lost the daemon of; PROBED: the hosts
+  /* EXIT: the hosts mpirun said it lost the daemon of (with
+   * FT_LAUNCH_SLURM_NAMED, those Slurm reports lost); PROBED: the hosts
    * that failed the probe.  Names the machine does not know are ignored. */
   const char *const *hosts;
   int nhosts;
@@ -236,6 +240,8 @@ typedef struct ft__launch_config {
   int spares;          /* --spares: at most this many may replace lost hosts */
   int restarts;        /* --restarts */
   int cluster;         /* an ft-cluster: its messages (a ping from the head) */
+  int slurm;           /* a Slurm allocation whose view is asked first (sinfo):
+                          its messages */
   const char *probe;   /* hostfile, Slurm: the probe's words, for messages */
   int probe_tries;     /* FT_PROBE_TRIES, >= 1 with a probe */
   const char *timeout; /* --timeout as ft-launch took it, for messages */

@@ -108,6 +108,79 @@ int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
   return rc;
 }
 
+/* ---- Slurm's view ---- */
+
+int ft__probe_slurm_state_lost(const char *state) {
+  size_t len = strlen(state);
+  if (len && (state[len - 1] == '*' || state[len - 1] == '~'))
+    return 1;
+  static const char *const lost[] = {"down", "drain", "fail"};
+  for (size_t i = 0; i < sizeof(lost) / sizeof(*lost); i++)
+    if (strcmp(state, lost[i]) == 0)
+      return 1;
+  return 0;
+}
+
+int ft__probe_slurm_parse(const char *text, const char *const *hosts, int n,
+                          ft__words_t *bad) {
+  ft__words_t lost = FT__WORDS_INIT;
+  int rc = FT_OK;
+  for (const char *s = text; rc == FT_OK && *s;) {
+    size_t len = strcspn(s, "\n");
+    char node[256], state[64];
+    int got = 0;
+    if (len < sizeof(node)) {
+      char line[256];
+      memcpy(line, s, len);
+      line[len] = '\0';
+      got = sscanf(line, "%255s %63s", node, state);
+    }
+    if (got == 2 && ft__probe_slurm_state_lost(state))
+      rc = ft__words_add(&lost, node);
+    s += len + (s[len] == '\n');
+  }
+  for (int i = 0; rc == FT_OK && i < n; i++)
+    if (ft__words_find(&lost, hosts[i]) >= 0)
+      rc = ft__words_add(bad, hosts[i]);
+  ft__words_free(&lost);
+  return rc;
+}
+
+/* sinfo bounds itself: a controller that does not answer fails it after
+ * Slurm's MessageTimeout. */
+int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
+                         ft__words_t *bad) {
+  if (!p->sinfo || n <= 0)
+    return p->sinfo ? FT_OK : FT_EIO;
+  ft__text_t prog = FT__TEXT_INIT, out = FT__TEXT_INIT, list = FT__TEXT_INIT;
+  ft__words_t argv = FT__WORDS_INIT;
+  int found = ft__proc_find(p->envp, p->sinfo, &prog);
+  int rc = found < 0 ? FT_ENOMEM : found == 0 ? FT_EIO : FT_OK;
+  if (rc == FT_OK)
+    rc = ft__text_join(&list, hosts, n, ",");
+  if (rc == FT_OK &&
+      (ft__words_add(&argv, prog.s) != FT_OK ||
+       ft__words_add(&argv, "-h") != FT_OK ||
+       ft__words_add(&argv, "-N") != FT_OK ||
+       ft__words_add(&argv, "-n") != FT_OK ||
+       ft__words_add(&argv, list.s) != FT_OK ||
+       ft__words_add(&argv, "-o") != FT_OK ||
+       ft__words_add(&argv, "%N %t") != FT_OK))
+    rc = FT_ENOMEM;
+  int status = 0;
+  if (rc == FT_OK)
+    rc = ft__command_output(argv.v, p->envp, 0, &out, &status);
+  if (rc == FT_OK && status != 0)
+    rc = FT_EIO;
+  if (rc == FT_OK)
+    rc = ft__probe_slurm_parse(ft__text_str(&out), hosts, n, bad);
+  ft__words_free(&argv);
+  ft__text_free(&list);
+  ft__text_free(&out);
+  ft__text_free(&prog);
+  return rc;
+}
+
 /* ---- a hostfile's or Slurm's hosts: the probe ---- */
 
 typedef struct one {
@@ -178,11 +251,21 @@ int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
     return FT_ENOMEM;
   this_names_t t;
   this_names(&t);
+  /* Slurm's view first: its lost hosts get no job step (here, as probed
+   * and failed).  Without a view (no sinfo, a controller that did not
+   * answer) every host is probed; with view_only, none is. */
+  ft__words_t view = FT__WORDS_INIT;
   int rc = FT_OK;
+  if (p->sinfo && ft__probe_slurm_down(p, hosts, n, &view) == FT_ENOMEM)
+    rc = FT_ENOMEM;
   for (int i = 0; i < n; i++)
     o[i].pid = -1;
-  for (int i = 0; rc == FT_OK && i < n; i++)
-    rc = prepare(p, &t, hosts[i], &o[i]);
+  for (int i = 0; rc == FT_OK && i < n; i++) {
+    if (ft__words_find(&view, hosts[i]) >= 0 || (p->sinfo && p->view_only))
+      o[i].here = 1, o[i].status = ft__words_find(&view, hosts[i]) >= 0;
+    else
+      rc = prepare(p, &t, hosts[i], &o[i]);
+  }
   for (int i = 0; rc == FT_OK && i < n; i++)
     if (!o[i].here)
       o[i].pid = ft__proc_bounded(o[i].found ? o[i].prog.s : NULL, o[i].argv.v,
@@ -193,23 +276,29 @@ int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
   for (int i = 0; i < n; i++) {
     if (!o[i].here && o[i].pid > 0)
       o[i].status = ft__proc_wait(o[i].pid);
-    int lost = !o[i].here && (o[i].pid < 0 || o[i].status != 0);
+    int lost = o[i].here ? o[i].status != 0
+                         : (o[i].pid < 0 || o[i].status != 0);
     if (rc == FT_OK && lost)
       rc = ft__words_add(bad, hosts[i]);
     ft__words_free(&o[i].argv);
     ft__text_free(&o[i].prog);
   }
   ft__free(o);
+  ft__words_free(&view);
   return rc;
 }
 
 int ft__probe_words(const ft__probe_t *p, int tries, ft__text_t *out) {
   if (p->cluster && *p->cluster)
     return ft__text_add(out, "ping from the head");
+  if (p->sinfo && p->view_only)
+    return ft__text_add(out, "Slurm reports it down or not responding");
   if (tries <= 0)
     tries = p->tries;
   size_t had = out->len;
-  int rc = ft__text_add(out, "'");
+  int rc = ft__text_add(out, p->sinfo ? "Slurm reports it down or not "
+                                        "responding, or '"
+                                      : "'");
   if (rc == FT_OK)
     rc = ft__text_join(out, p->words, p->nwords, " ");
   if (rc == FT_OK)

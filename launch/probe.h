@@ -8,7 +8,10 @@
  * names) is never asked.  Blocking: it returns once every host has answered
  * or failed, or soon after the caller's stop said so.  The probes' output
  * goes nowhere; their input is /dev/null.  Each host's tries are a child
- * process of the caller's, waited for by its pid (launch/proc.h).
+ * process of the caller's, waited for by its pid (launch/proc.h).  In a
+ * Slurm allocation Slurm is asked first (sinfo, one call for all hosts):
+ * what it reports down or not responding is lost without a job step, and
+ * only the others are probed.
  */
 #ifndef FT_LAUNCH_PROBE_H
 #define FT_LAUNCH_PROBE_H
@@ -38,6 +41,13 @@ typedef struct ft__probe {
   int wake_fd;
   int (*stop)(void *arg);
   void *stop_arg;
+  /* In a Slurm allocation, the sinfo program (else NULL): Slurm's own view
+   * of its nodes comes before any probe, and a host it reports lost
+   * (ft__probe_slurm_lost) is lost without a job step. */
+  const char *sinfo;
+  /* With sinfo: Slurm's view alone, no probe at all (the watchdog's rounds
+   * start no job steps). */
+  int view_only;
 } ft__probe_t;
 
 /* Those of hosts[0..n) that are lost, in their order, appended to bad;
@@ -57,6 +67,20 @@ int ft__probe_words(const ft__probe_t *p, int tries, ft__text_t *out);
  * FT_ENOMEM, FT_EIO (the program could not be run). */
 int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
                            int n, int wait, ft__words_t *bad);
+/* 1 when a node in the compact state sinfo's %t prints ("idle", "alloc",
+ * "down*", "drain", "fail", ...) cannot run a step of the job: down,
+ * drained, failed, powered off ('~'), or not responding ('*'). */
+int ft__probe_slurm_state_lost(const char *state);
+/* Those of hosts[0..n) that the lines "NODE STATE" of text (sinfo -h -N
+ * -o '%N %t') give a lost state, in their order, appended to bad; a host
+ * it does not list is not Slurm's to judge. */
+int ft__probe_slurm_parse(const char *text, const char *const *hosts, int n,
+                          ft__words_t *bad);
+/* Slurm's view of hosts[0..n): "SINFO -h -N -n H1,H2,... -o '%N %t'", its
+ * lost ones appended to bad.  FT_OK, FT_ENOMEM, FT_EIO (no p->sinfo, or it
+ * could not be run, or it failed: no view, bad unchanged). */
+int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
+                         ft__words_t *bad);
 /* 1 when host is this host (nothing to probe). */
 int ft__probe_is_this_host(const char *host);
 

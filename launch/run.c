@@ -658,6 +658,30 @@ static void stamps_before(drv_t *d, const ft__launch_action_t *a,
   }
 }
 
+/* In a Slurm allocation, once mpirun named hosts of a failed run: should
+ * Slurm report hosts of the run down or not responding, those are the
+ * lost ones named (1), not mpirun's.  Slurm ends a job step on every node
+ * when one of its nodes fails, so the daemon mpirun lost first can be on
+ * any host then; until Slurm has noticed a loss (SlurmdTimeout), mpirun's
+ * word stands (0). */
+static int slurm_named(drv_t *d, const ft__launch_action_t *a,
+                       ft__words_t *lost) {
+  if (!d->probe.sinfo || d->status == 0 || lost->n == 0 || a->nhosts <= 0)
+    return 0;
+  ft__words_t down = FT__WORDS_INIT;
+  d->probe.envp = d->c->env->kv.v;
+  int named = ft__probe_slurm_down(&d->probe, a->hosts, a->nhosts, &down) ==
+                  FT_OK &&
+              down.n > 0;
+  if (named) {
+    ft__words_free(lost);
+    *lost = down;
+  } else {
+    ft__words_free(&down);
+  }
+  return named;
+}
+
 /* RUN: one launch, to its end.  >= 0: ft-launch's exit status (a signal
  * ended it); NEXT: the machine awaits its EXIT, in d->next (or the signal
  * that came before it started or during its teardown). */
@@ -698,7 +722,11 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   ft__words_free(&cmd.argv);
   ft__text_free(&cmd.hostfile);
   d->end_at = 0;
-  if (a->nhosts > 0 && (d->probe.cluster || d->probe.nwords == 0 ||
+  /* The watchdog: in a Slurm allocation it asks Slurm's view alone (a job
+   * step a round would be one more job step); with srun as the probe and
+   * no view, there is none. */
+  if (a->nhosts > 0 && (d->probe.cluster || d->probe.sinfo ||
+                        d->probe.nwords == 0 ||
                         strcmp(strrchr(d->probe.words[0], '/')
                                    ? strrchr(d->probe.words[0], '/') + 1
                                    : d->probe.words[0],
@@ -733,6 +761,8 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   ft__words_free(lost);
   d->c->be->lost(ft__text_str(&d->hidden), lost);
   unsigned flags = 0;
+  if (slurm_named(d, a, lost))
+    flags |= FT_LAUNCH_SLURM_NAMED;
   if (times_has(d, "restore") || times_has(d, "fresh"))
     flags |= FT_LAUNCH_REBUILT;
   if (times_has(d, "job") || times_has(d, "fresh"))
@@ -935,6 +965,7 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
       .spares = count_of(p->spares),
       .restarts = count_of(a->restarts),
       .cluster = *a->cluster != '\0',
+      .slurm = d->probe.sinfo != NULL,
       .probe = ft__text_str(probe_text),
       .probe_tries = count_of(a->probe_tries),
       .timeout = a->timeout,
@@ -1002,6 +1033,12 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                           .stop_arg = &d};
   if (d.probe.tries < 1)
     d.probe.tries = 1;
+  /* In a Slurm allocation, Slurm's view where it has one (sinfo). */
+  ft__text_t sinfo_path = FT__TEXT_INIT;
+  if (*a->slurm && !*a->cluster &&
+      ft__proc_find(ctx->env->kv.v, "sinfo", &sinfo_path) == 1)
+    d.probe.sinfo = "sinfo";
+  ft__text_free(&sinfo_path);
   ft__launch_plan_job(ctx->plan, a, "", 0, &d.spare_job);
   const char *store = ft__env_get(ctx->env, "FT_STORE_ROOT");
   d.spares = (ft__spares_t){.dir = ctx->tmp,

@@ -342,6 +342,7 @@ static void watchdog(const ft__watchdog_t *w) {
   ft__probe_t own = *w->probe;
   own.stop = NULL;
   own.wake_fd = -1;
+  own.view_only = own.sinfo != NULL; /* Slurm's view: no job steps */
   const ft__probe_t *p = &own;
   size_t n = w->nhosts > 0 ? (size_t)w->nhosts : 0;
   wd_t d = {.w = w,

@@ -11,7 +11,8 @@
 #      to h1..h3 and ends with the digest of a fault-free shrink there.
 #   3. slurmd of h2 killed at step 8 (the host lives), the job held until
 #      Slurm marks the node DOWN; Slurm then kills the job's step on every
-#      node: the fault-free digest.
+#      node, so mpirun's lost daemon is on any host: Slurm's view names h2,
+#      the spare replaces it, the fault-free digest.
 #   4. sbatch --wait of tests/chaos/slurm-job.sh (the batch script the docs
 #      show; it runs on h1, the allocation's first node): h3 killed at step
 #      8, the spare rebuilds it, the fault-free digest.
@@ -106,8 +107,15 @@ case $(node_state h2) in down*) ;; *) die_with sl4 "Slurm never marked h2 down: 
 release_all
 finish
 expect_rc sl4 0 "ft-launch --restarts 1, slurmd of h2 gone"
+# Slurm ended the step on every node: mpirun's lost daemon names no host,
+# Slurm's view names h2, and only h2 is replaced.
+expect_line sl4 '^ft-launch: \[\+[0-9.]+s\] job failed; Slurm reports host\(s\) of the job down or not responding: h2$' "Slurm's view names h2"
+expect_line sl4 '^ft-launch: lost host\(s\): h2; replacing them with spare\(s\) s1$' "s1 replaces h2"
+expect_no_line sl4 'shrinking|putting them back' "no shrink, nothing put back"
+expect_line sl4 '^ft-launch: on hosts h1 s1 h3 h4 \(Slurm allocation h\[1-4\],s1\)$' "the relaunch on h1 s1 h3 h4"
+expect_resumed sl4 8 8 "slurmd of h2 gone"
 expect_digest sl4 "slurmd of h2 gone"
-ok "slurmd of h2 killed: Slurm marked h2 down, the job ended with the fault-free digest"
+ok "slurmd of h2 killed: Slurm marked h2 down, s1 replaced it, resumed from step $RESUMED, digest matches"
 
 begin "sbatch --wait slurm-job.sh: h3 killed at step 8, the spare takes its place"
 slurm_up 4 1

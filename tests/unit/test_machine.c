@@ -1114,6 +1114,71 @@ START_TEST(named_and_probed_mixed) {
 }
 END_TEST
 
+/* A Slurm allocation: srun as the probe, Slurm's view asked first. */
+#define SW                                                                  \
+  "Slurm reports them down or not responding, or 'srun -N1 -n1 --overlap " \
+  "-w HOST true' failed 3 times"
+
+static void make_slurm(const char *hosts, const char *pool, int spares) {
+  ft__launch_config_t c = placed(hosts, pool, spares, 1);
+  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w";
+  make(&c);
+}
+
+START_TEST(slurm_names_the_lost) {
+  /* the hosts Slurm reports lost as the run ended are the named ones
+   * (mpirun's lost daemon was on any host: Slurm ended the step on all),
+   * the others probed; then the spare takes the place of Slurm's host */
+  make_slurm("h1 h2 h3 h4", "s1", 1);
+  first_attempt("h1 h2 h3 h4", HOLD | PREP);
+  ended(205, "h2", FT_LAUNCH_SLURM_NAMED);
+  say_at("attempt 1 ended after 1.2 s: exit status 205");
+  probe("h1 h3 h4", 3);
+  probed(NULL);
+  say_at("job failed; Slurm reports host(s) of the job down or not "
+         "responding: h2");
+  say("restart 1 of 1: attempt failed with status 125; recovering");
+  probe("s1", 3);
+  probed(NULL);
+  say("lost host(s): h2; replacing them with spare(s) s1");
+  relaunch_in_job(1, 1, 2, "h1 s1 h3 h4", "replace", HOLD);
+}
+END_TEST
+
+START_TEST(slurm_named_and_probed) {
+  /* some named by Slurm, another failing the probe; mpirun's naming, in the
+   * same allocation, is said as mpirun's */
+  make_slurm("h1 h2 h3 h4", NULL, 0);
+  first_attempt("h1 h2 h3 h4", HOLD | PREP);
+  ended(205, "h2", FT_LAUNCH_SLURM_NAMED);
+  say_at("attempt 1 ended after 1.2 s: exit status 205");
+  probe("h1 h3 h4", 3);
+  probed("h3");
+  say_at("job failed; Slurm reports h2 down or not responding, the others "
+         "cannot run a command (" SW "): h2 h3");
+  teardown();
+  make_slurm("h1 h2 h3", NULL, 0);
+  first_attempt("h1 h2 h3", HOLD | PREP);
+  ended(1, "h3", 0);
+  say_at("attempt 1 ended after 1.2 s: exit status 1");
+  probe("h1 h2", 3);
+  probed("h2");
+  say_at("job failed; mpirun lost its daemon on h3, the others cannot run a "
+         "command (" SW "): h2 h3");
+}
+END_TEST
+
+START_TEST(slurm_watchdog_verdict) {
+  /* in an allocation the watchdog judges on Slurm's view alone */
+  make_slurm("h1 h2 h3", NULL, 0);
+  first_attempt("h1 h2 h3", HOLD | PREP);
+  unreachable("h3", 61500, 0);
+  say("Slurm has reported host h3 down or not responding for 62 s (timeout "
+      "60 s): ending the job");
+  expect(FT_LAUNCH_ACT_END);
+}
+END_TEST
+
 START_TEST(fresh_restore_and_flags) {
   /* FT_FRESH and FT_HOLD: the first attempt and the first ft-restore; the
    * fresh line of ft-restore: "the job starts afresh", then no account */
@@ -1415,6 +1480,9 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, longest_lines);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, spares_text_and_candidates);
+  tcase_add_test(tc, slurm_names_the_lost);
+  tcase_add_test(tc, slurm_named_and_probed);
+  tcase_add_test(tc, slurm_watchdog_verdict);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftrt.h"
@@ -208,6 +209,86 @@ START_TEST(cluster_ping) {
 }
 END_TEST
 
+/* ---- Slurm's view ---- */
+
+START_TEST(slurm_states) {
+  static const char *const lost[] = {"down", "down*", "alloc*", "idle*",
+                                     "drain", "fail", "idle~", "mix*",
+                                     "unk*"};
+  static const char *const fine[] = {"idle", "alloc", "mix", "comp",
+                                     "drng", "failg", "resv", ""};
+  for (size_t i = 0; i < sizeof(lost) / sizeof(*lost); i++)
+    ck_assert_msg(ft__probe_slurm_state_lost(lost[i]), "%s", lost[i]);
+  for (size_t i = 0; i < sizeof(fine) / sizeof(*fine); i++)
+    ck_assert_msg(!ft__probe_slurm_state_lost(fine[i]), "%s", fine[i]);
+}
+END_TEST
+
+START_TEST(slurm_parse) {
+  /* in the order of hosts; a node listed twice (two partitions) or not
+   * at all, a line without a state */
+  static const char *const hosts[] = {"h1", "h2", "h3", "h4", "s1"};
+  ft__words_t bad = FT__WORDS_INIT;
+  ck_assert_int_eq(ft__probe_slurm_parse("h4 down*\nh1 alloc\nh2 alloc*\n"
+                                         "h2 alloc*\nh3\nzz down\ns1 idle",
+                                         hosts, 5, &bad),
+                   FT_OK);
+  procs_words_are(&bad, "h2 h4");
+  ft__words_free(&bad);
+  ck_assert_int_eq(ft__probe_slurm_parse("", hosts, 5, &bad), FT_OK);
+  ck_assert_int_eq(bad.n, 0);
+}
+END_TEST
+
+/* up1 and down3 tried once each, in either order (they run at once),
+ * up2 never. */
+static void tried_once(const char *tries) {
+  ck_assert_msg(strcmp(tries, "up1\ndown3\n") == 0 ||
+                    strcmp(tries, "down3\nup1\n") == 0,
+                "tries: %s", tries);
+}
+
+/* A fake sinfo in PATH: its lines, as the probe's view, come before the
+ * probe (which fails every host but up*): a host sinfo says is down gets
+ * no probe; with view_only none does. */
+START_TEST(slurm_view_first) {
+  char bin[256], sinfo[300], args[300];
+  path_of(bin, sizeof(bin), "bin");
+  ck_assert_int_eq(mkdir(bin, 0700), 0);
+  snprintf(sinfo, sizeof(sinfo), "%s/sinfo", bin);
+  path_of(args, sizeof(args), "sinfo.args");
+  FILE *f = fopen(sinfo, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "#!/bin/sh\necho \"$*\" >%s\nprintf 'up2 down*\\nup1 idle\\n'\n",
+          args);
+  fclose(f);
+  ck_assert_int_eq(chmod(sinfo, 0700), 0);
+  ft__probe_t p = probe_of(1, "5");
+  char path[400];
+  snprintf(path, sizeof(path), "PATH=%s:/usr/bin:/bin", bin);
+  char *envp[] = {path, NULL};
+  p.envp = envp;
+  p.sinfo = "sinfo";
+  static const char *const hosts[] = {"up1", "up2", "down3"};
+  lost_are(&p, hosts, 3, 0, "up2 down3");
+  ck_assert_str_eq(procs_slurp(args), "-h -N -n up1,up2,down3 -o %N %t\n");
+  tried_once(procs_slurp(tries_file));
+  p.view_only = 1;
+  lost_are(&p, hosts, 3, 0, "up2");
+  tried_once(procs_slurp(tries_file));
+  ft__text_t t = FT__TEXT_INIT;
+  ck_assert_int_eq(ft__probe_words(&p, 0, &t), FT_OK);
+  ck_assert_str_eq(ft__text_str(&t), "Slurm reports it down or not responding");
+  ft__text_free(&t);
+  /* an sinfo that fails is no view: every host probed */
+  f = fopen(sinfo, "w");
+  fprintf(f, "#!/bin/sh\nexit 1\n");
+  fclose(f);
+  p.view_only = 0;
+  lost_are(&p, hosts, 3, 0, "down3");
+}
+END_TEST
+
 /* ---- the messages ---- */
 
 START_TEST(probe_words) {
@@ -243,10 +324,13 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, probes_stopped);
   tcase_add_test(tc, this_host_not_asked);
   tcase_add_test(tc, probe_not_started);
+  tcase_add_test(tc, slurm_view_first);
   tc = tmpdir_tcase(s, "cluster", 60);
   tcase_add_test(tc, cluster_ping);
   tc = tcase_create("messages");
   tcase_add_test(tc, probe_words);
+  tcase_add_test(tc, slurm_states);
+  tcase_add_test(tc, slurm_parse);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +148,31 @@ START_TEST(probe_judges_a_host) {
   run_t r = start(&p, hosts, 2);
   judged(&r, "down1", 0);
   ck_assert_int_ge(procs_count(tries_file, "up1"), 2);
+}
+END_TEST
+
+/* In a Slurm allocation (a fake sinfo that reports down1 not responding):
+ * the watchdog judges on Slurm's view alone and starts no probe, not even
+ * for the hosts Slurm reports fine. */
+START_TEST(slurm_view_judges_without_steps) {
+  char bin[256], sinfo[300], path[400];
+  path_of(bin, sizeof(bin), "bin");
+  ck_assert_int_eq(mkdir(bin, 0700), 0);
+  snprintf(sinfo, sizeof(sinfo), "%s/sinfo", bin);
+  FILE *f = fopen(sinfo, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("#!/bin/sh\nprintf 'up1 alloc\\ndown1 alloc*\\n'\n", f);
+  fclose(f);
+  ck_assert_int_eq(chmod(sinfo, 0700), 0);
+  snprintf(path, sizeof(path), "PATH=%s:/usr/bin:/bin", bin);
+  char *envp[] = {path, NULL};
+  ft__probe_t p = probe_of("1");
+  p.envp = envp;
+  p.sinfo = "sinfo";
+  const char *const hosts[] = {"up1", "down1"};
+  run_t r = start(&p, hosts, 2);
+  judged(&r, "down1", 0);
+  ck_assert_int_eq(access(tries_file, F_OK), -1); /* no probe ran */
 }
 END_TEST
 
@@ -328,6 +354,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tc = tmpdir_tcase(s, "probe", 60);
   tcase_add_test(tc, probe_judges_a_host);
   tcase_add_test(tc, probe_judges_a_lone_host);
+  tcase_add_test(tc, slurm_view_judges_without_steps);
   tcase_add_test(tc, probe_every_host_at_once);
   tcase_add_test(tc, stop_ends_probes);
   tcase_add_test(tc, end_mpirun_kills);
