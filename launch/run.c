@@ -29,12 +29,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "launch/account.h"
+#include "launch/command.h"
 #include "launch/filter.h"
 #include "launch/leftovers.h"
 #include "launch/machine.h"
 #include "launch/probe.h"
+#include "launch/requeue.h"
+#include "launch/resume.h"
 #include "launch/proc.h"
 #include "launch/quote.h"
 #include "launch/spares.h"
@@ -57,6 +61,11 @@ static void on_signal(int signo) {
 typedef struct drv {
   const ft__launch_ctx_t *c;
   ft__launch_t *m;
+  /* A requeued run's nodes in the order of the job's stores (resume.h):
+   * the job's hosts and the spares, when ordered; then ft-restore runs
+   * before the first attempt when a node number had no store. */
+  ft__words_t r_hosts, r_pool;
+  int r_ordered, r_rebuild;
   ft__probe_t probe;
   ft__spares_t spares;
   ft__launch_job_t spare_job; /* what the spares' host commands reach */
@@ -956,9 +965,12 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
   if (*a->ec)
     sscanf(a->ec, "%d+%d", &ec_k, &ec_m);
   const ft__words_t *pool = *a->cluster ? &p->cluster_spares : &p->pool;
+  const ft__words_t *hosts = &p->hosts;
+  if (d->r_ordered)
+    hosts = &d->r_hosts, pool = &d->r_pool;
   ft__launch_config_t cfg = {
-      .hosts = (const char *const *)p->hosts.v,
-      .nhosts = p->hosts.n,
+      .hosts = (const char *const *)hosts->v,
+      .nhosts = hosts->n,
       .nodes = (int)p->nnodes,
       .pool = (const char *const *)pool->v,
       .npool = pool->n,
@@ -979,6 +991,137 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
   if (cfg.probe_tries < 1)
     cfg.probe_tries = 1;
   return ft__launch_init(&d->m, &cfg);
+}
+
+/* The node number of host's store of the job (ft-status through the
+ * backend's host command), -1 when it has none or cannot be asked. */
+static int store_number(drv_t *d, const char *status_cmd, const char *host,
+                        int *of) {
+  const ft__launch_args_t *a = d->c->args;
+  ft__text_t line = FT__TEXT_INIT, out = FT__TEXT_INIT, prog = FT__TEXT_INIT;
+  ft__words_t argv = FT__WORDS_INIT;
+  int node = -1, status = 0;
+  if (ft__quote_word(&line, status_cmd) == FT_OK &&
+      ft__text_add(&line, " --job ") == FT_OK &&
+      ft__quote_word(&line, a->job) == FT_OK &&
+      d->c->be->host_cmd(&d->spare_job, d->probe.words, d->probe.nwords, host,
+                         ft__text_str(&line), &argv) == FT_OK &&
+      argv.n > 0 && ft__proc_find(d->c->env->kv.v, argv.v[0], &prog) == 1) {
+    char *was = argv.v[0];
+    argv.v[0] = prog.s;
+    /* its stderr too: a node without a store says so, and that is no
+     * news to the user */
+    if (ft__command_output(argv.v, d->c->env->kv.v, 1, &out, &status) ==
+            FT_OK &&
+        !ft__resume_parse(ft__text_str(&out), &node, of))
+      node = -1;
+    argv.v[0] = was;
+  }
+  ft__words_free(&argv);
+  ft__text_free(&prog);
+  ft__text_free(&out);
+  ft__text_free(&line);
+  return node;
+}
+
+/* A requeued run of a Slurm batch job (SLURM_RESTART_COUNT above 0): the
+ * allocation's nodes in the order of the job's stores (resume.h). */
+static void requeued_order(drv_t *d) {
+  const ft__launch_args_t *a = d->c->args;
+  const ft__launch_plan_t *p = d->c->plan;
+  const char *count = ft__env_str(d->c->env, "SLURM_RESTART_COUNT");
+  if (!*a->slurm || *a->cluster || a->one_per_node || d->fresh ||
+      !*count || strcmp(count, "0") == 0 || p->hosts.n <= 0)
+    return;
+  int n = p->hosts.n + p->pool.n;
+  const char **nodes = ft__calloc((size_t)n, sizeof(*nodes));
+  int *store = ft__calloc((size_t)n, sizeof(int));
+  int *of = ft__calloc((size_t)n, sizeof(int));
+  int *order = ft__calloc((size_t)n, sizeof(int));
+  char status_cmd[4096];
+  find_program(d, "FT_STATUS", "ft-status", status_cmd, sizeof(status_cmd));
+  int ok = nodes && store && of && order;
+  for (int i = 0; ok && i < n; i++) {
+    nodes[i] = i < p->hosts.n ? p->hosts.v[i] : p->pool.v[i - p->hosts.n];
+    of[i] = 0;
+    store[i] = store_number(d, status_cmd, nodes[i], &of[i]);
+  }
+  int rebuild = 0;
+  if (ok && ft__resume_order(store, of, n, p->hosts.n, order, &rebuild)) {
+    ft__text_t t = FT__TEXT_INIT;
+    int rc = ft__text_addf(&t, "run %s of Slurm job %s (requeued): the job's "
+                               "stores put its nodes in order:",
+                           count, ft__env_str(d->c->env, "SLURM_JOB_ID"));
+    for (int k = 0; rc == FT_OK && k < n; k++) {
+      rc = ft__words_add(k < p->hosts.n ? &d->r_hosts : &d->r_pool,
+                         nodes[order[k]]);
+      if (rc == FT_OK && k < p->hosts.n)
+        rc = ft__text_addf(&t, " %s", nodes[order[k]]);
+    }
+    if (rc == FT_OK && rebuild)
+      rc = ft__text_add(&t, "; ft-restore rebuilds the node(s) without a "
+                            "store first, or hands over to the disk tier");
+    if (rc == FT_OK) {
+      d->r_ordered = 1, d->r_rebuild = rebuild;
+      say(d, ft__text_str(&t));
+    }
+    ft__text_free(&t);
+  }
+  ft__free(nodes);
+  ft__free(store);
+  ft__free(of);
+  ft__free(order);
+}
+
+/* A requeued run whose nodes were ordered with a node number no store
+ * holds: ft-restore --mode replace on them before the first attempt (it
+ * rebuilds, hands over to the disk tier, or refuses).  -1 when it ended
+ * well (or was not needed), else the exit status of ft-launch. */
+static int requeued_restore(drv_t *d) {
+  if (!d->r_rebuild)
+    return -1;
+  const ft__launch_args_t *a = d->c->args;
+  ft__launch_action_t act = {.kind = FT_LAUNCH_ACT_RUN,
+                             .flags = FT_LAUNCH_RUN_RESTORE,
+                             .hosts = (const char *const *)d->r_hosts.v,
+                             .nhosts = d->r_hosts.n,
+                             .nodes = d->r_hosts.n,
+                             .mode = FT_LAUNCH_REPLACE};
+  if (*a->ec)
+    sscanf(a->ec, "%d+%d", &act.ec_k, &act.ec_m);
+  ft__text_t t = FT__TEXT_INIT;
+  ft__text_addf(&t, "running ft-restore --mode replace on %d node(s):",
+                d->r_hosts.n);
+  for (int i = 0; i < d->r_hosts.n; i++)
+    ft__text_addf(&t, " %s", d->r_hosts.v[i]);
+  say_line(d, FT_LAUNCH_SAY_STAMP, ft__text_str(&t));
+  ft__text_clear(&t);
+  int rc = run_launch(d, &act);
+  if (rc >= 0) {
+    ft__text_free(&t);
+    return rc; /* a signal, or it could not start */
+  }
+  if (d->next.kind == FT_LAUNCH_EV_SIGNAL) {
+    ft__text_free(&t);
+    return 128 + d->next.signo; /* ended by the user */
+  }
+  int status = d->next.status;
+  ft__text_addf(&t, "ft-restore ended after %.1f s: exit status %d",
+                (double)d->next.ms / 1000.0, status);
+  say_line(d, FT_LAUNCH_SAY_STAMP, ft__text_str(&t));
+  ft__text_free(&t);
+  if (status == 0)
+    return -1;
+  ft__text_t why = FT__TEXT_INIT;
+  ft__text_addf(&why,
+                "the requeued run cannot resume (ft-restore exit %d, above): "
+                "not starting the job",
+                status);
+  say(d, ft__text_str(&why));
+  ft__text_free(&why);
+  return status == 3 || status == 4 || status == 5 || status == 124
+             ? status
+             : FT_LAUNCH_EXIT_FAIL;
 }
 
 /* INT, TERM and HUP end the job, but one ignored when ft-launch started
@@ -1047,8 +1190,12 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                             .ft_spare = d.spare_cmd,
                             .launch = &d.spare_job,
                             .probe = &d.probe};
-  int rc = FT_LAUNCH_EXIT_FAIL;
-  if (make_machine(&d, &probe_text) != FT_OK) {
+  requeued_order(&d);
+  int rc = requeued_restore(&d);
+  if (rc >= 0) {
+    /* not started: nothing of the machine's to run */
+  } else if (make_machine(&d, &probe_text) != FT_OK) {
+    rc = FT_LAUNCH_EXIT_FAIL;
     say(&d, "out of memory, or a placement the supervisor cannot hold");
   } else {
     /* One event at a time: each RUN or PROBE leaves the event that
@@ -1064,6 +1211,17 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
       rc = ft__launch_exit_code(d.m) >= 0 ? ft__launch_exit_code(d.m)
                                           : FT_LAUNCH_EXIT_FAIL;
   }
+  /* A batch job ended unrecoverable in its allocation: requeued by Slurm
+   * when it was submitted with --requeue (requeue.h). */
+  if (*a->slurm && !*a->cluster) {
+    ft__text_t line = FT__TEXT_INIT;
+    ft__requeue(rc, ft__env_get(ctx->env, "SLURM_JOB_ID"),
+                ft__env_str(ctx->env, "FT_PERSIST_DIR"), ctx->env->kv.v,
+                &line);
+    if (line.len)
+      say(&d, ft__text_str(&line));
+    ft__text_free(&line);
+  }
   d.probe.envp = ctx->env->kv.v;
   ft__spares_clear(&d.spares);
   ft__launch_destroy(d.m);
@@ -1074,6 +1232,8 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
   ft__text_free(&d.times);
   ft__text_free(&d.hidden);
   ft__words_free(&d.next_hosts);
+  ft__words_free(&d.r_hosts);
+  ft__words_free(&d.r_pool);
   ft__text_free(&probe_text);
   free(hold);
   free(fresh);

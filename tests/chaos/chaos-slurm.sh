@@ -16,6 +16,15 @@
 #   4. sbatch --wait of tests/chaos/slurm-job.sh (the batch script the docs
 #      show; it runs on h1, the allocation's first node): h3 killed at step
 #      8, the spare rebuilds it, the fault-free digest.
+#   5. sbatch --requeue of tests/chaos/slurm-requeue.sh (4 nodes, no spare,
+#      no restart, --persist): h3 killed at step 8 ends ft-launch
+#      unrecoverable (125); it requeues the job; the requeued run gets
+#      h1 h2 h4 s1, puts s1 in h3's place (the stores' order), ft-restore
+#      rebuilds it from memory: the fault-free digest.
+#   6. As 5, with h2 and h3 lost at step 8 (more than m=1): the requeued run
+#      on h1 s1 s2 h4 resumes from the disk tier: the fault-free digest.
+#   A user's end (a signal) and the program's own failure never requeue
+#   (tests/unit/test_requeue).
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
@@ -136,3 +145,80 @@ expect_line sl5 '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) 
 expect_resumed sl5 8 8 "h3 lost"
 expect_digest sl5 "h3 lost, batch job"
 ok "sbatch: h3 lost, s1 rebuilt it, resumed from step $RESUMED, digest matches"
+
+# requeue_bg LOG: sbatch --wait --requeue of slurm-requeue.sh on the head, in
+# the background, every run's output appended to LOG; the persist directory
+# a fresh one every host sees.
+requeue_bg() {
+  local log=$1
+  PERSIST=$WORK/$log.persist
+  mkdir -m 700 "$PERSIST" || fail "mkdir $PERSIST"
+  : >"$WORK/$log"
+  FT_HOLD=$HOLD_WHEN FT_PERSIST_DIR=$PERSIST FT_PERSIST_EVERY=1 \
+    timeout -s TERM "$LIMIT" ft-cluster exec --name "$CL" head \
+    sbatch --wait --open-mode=append --output="$WORK/$log" \
+    "$SRC/tests/chaos/slurm-requeue.sh" >"$WORK/$log.sbatch" 2>&1 &
+  LPID=$! LLOG=$log
+  BG_PIDS+=("$LPID")
+  hurry_requeued &
+  HURRY=$!
+  BG_PIDS+=("$HURRY")
+}
+
+# hurry_requeued: Slurm holds a requeued job until a begin time two minutes
+# on (Reason=BeginTime); as an administrator may, let it start at once
+# (scontrol update StartTime=now), the first time one is seen.  It waits
+# for that state, not for a time; LIMIT bounds it.
+hurry_requeued() {
+  local i id
+  for i in $(seq $((LIMIT * 5))); do
+    id=$(ft-cluster exec --name "$CL" head squeue -h -t PD -o '%i %r' 2>/dev/null |
+      awk '$2 == "BeginTime" { print $1; exit }')
+    if [ -n "$id" ]; then
+      ft-cluster exec --name "$CL" head scontrol update JobId="$id" StartTime=now
+      return
+    fi
+    sleep 0.2
+  done
+}
+
+# requeue_end LOG: the job's end; the requeue hurried, its output in LOG.
+requeue_end() {
+  finish
+  kill "$HURRY" 2>/dev/null; wait "$HURRY" 2>/dev/null
+  cat "$WORK/$1.sbatch" >>"$WORK/$1"
+}
+
+begin "sbatch --requeue: h3 killed at step 8, no spare, no restart: Slurm requeues the job, its new node takes h3's place"
+slurm_up 4 1
+export FT_JOB=sl6
+HOLD_WHEN=step=8
+requeue_bg sl6
+chaos sl6 kill-node h3
+requeue_end sl6
+expect_rc sl6 0 "sbatch --wait --requeue of slurm-requeue.sh"
+expect_line sl6 '^run 0 of Slurm job [0-9]+ on h\[1-4\]$' "the first run on h1..h4"
+expect_line sl6 '^ft-launch: exit 125: unrecoverable in this allocation: Slurm job [0-9]+ requeued \(sbatch --requeue\)' "ft-launch requeues the job"
+expect_line sl6 '^run 1 of Slurm job [0-9]+ on h\[1-2,4\],s1$' "the requeued run on h1 h2 h4 s1"
+expect_line sl6 "^ft-launch: run 1 of Slurm job [0-9]+ \\(requeued\\): the job's stores put its nodes in order: h1 h2 s1 h4; " "the stores' order"
+expect_line sl6 '^ft-restore: lost node 2 \(h3, group 0 position [0-3]\) -> s1$' "the rebuild of h3 on s1, from memory"
+expect_no_line sl6 'disk tier takes over' "no disk tier"
+expect_resumed sl6 8 8 "requeued after h3 lost"
+expect_digest sl6 "requeued after h3 lost"
+ok "requeued: s1 rebuilt h3 from memory in the new allocation, resumed from step $RESUMED, digest matches"
+
+begin "sbatch --requeue: h2 and h3 lost at step 8 (m=1): the requeued run resumes from the disk tier"
+slurm_up 4 2
+export FT_JOB=sl7
+HOLD_WHEN=step=8
+requeue_bg sl7
+kill_two h2 h3 sl7
+requeue_end sl7
+expect_rc sl7 0 "sbatch --wait --requeue, two hosts lost"
+expect_line sl7 '^ft-launch: exit 125: unrecoverable in this allocation: Slurm job [0-9]+ requeued' "ft-launch requeues the job"
+expect_line sl7 "^ft-launch: run 1 of Slurm job [0-9]+ \\(requeued\\): the job's stores put its nodes in order: h1 s1 s2 h4; " "the stores' order"
+expect_line sl7 '^ft-restore: .*cannot be rebuilt; nothing was changed; the disk tier takes over' "ft-restore hands over to the disk tier"
+expect_line sl7 'restoring from the disk tier' "the relaunch reads the disk tier"
+expect_resumed sl7 2 8 "requeued after h2, h3 lost"
+expect_digest sl7 "requeued after h2, h3 lost"
+ok "requeued after two losses: resumed from step $RESUMED of the disk tier on h1 s1 s2 h4, digest matches"
