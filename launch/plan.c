@@ -474,6 +474,46 @@ static int warn_btl(ft__launch_plan_t *p, const ft__launch_args_t *a,
   return rc;
 }
 
+/* In a Slurm allocation ft-launch maps the ranks itself (--mca rmaps seq)
+ * and lets each attempt's daemon step overlap the failed one's (srun
+ * --overlap): a user's rmaps on the command line (mpirun refuses it twice)
+ * or plm_slurm_args without --overlap would undo either.  (OMPI_MCA_rmaps
+ * of the environment is overridden by the command line: no harm.) */
+static int check_slurm_mca(const ft__launch_args_t *a, const ft__env_t *env,
+                           ft__text_t *msg) {
+  if (!*a->slurm)
+    return 0;
+  const char *v, *src = "--mpirun-arg --mca plm_slurm_args";
+  if (ft__launch_mca_value(extra_of(a), a->extra.n, "rmaps", &v))
+    return ft__launch_refuse(
+        msg, FT_LAUNCH_EXIT_USAGE,
+        "--mpirun-arg --mca rmaps %s: in a Slurm allocation ft-launch maps "
+        "the ranks itself with the sequential mapper (--mca rmaps seq, a "
+        "hostfile line a rank), so that a spare keeps a lost node's place; "
+        "leave rmaps out",
+        v);
+  if (!ft__launch_mca_value(extra_of(a), a->extra.n, "plm_slurm_args", &v)) {
+    v = ft__env_str(env, "OMPI_MCA_plm_slurm_args");
+    src = "OMPI_MCA_plm_slurm_args";
+  }
+  if (!*v)
+    return 0;
+  ft__words_t w = FT__WORDS_INIT;
+  int rc = ft__words_split(&w, v);
+  int overlap = rc == FT_OK && ft__words_find(&w, "--overlap") >= 0;
+  ft__words_free(&w);
+  if (rc != FT_OK)
+    return OOM(msg);
+  if (overlap)
+    return 0;
+  return ft__launch_refuse(
+      msg, FT_LAUNCH_EXIT_USAGE,
+      "%s '%s': in a Slurm allocation the daemons of a relaunch need srun "
+      "--overlap (the step of the failed attempt holds the survivors' CPUs "
+      "until Slurm marks the lost node DOWN); add --overlap to it",
+      src, v);
+}
+
 /* K and M of a validated "K+M". */
 static void code_parts(const char *ec, char *k, char *m, size_t len) {
   size_t plus = strcspn(ec, "+");
@@ -532,6 +572,8 @@ int ft__launch_plan(ft__launch_plan_t *p, const ft__launch_args_t *a,
   if (!*p->spares)
     p->spares = "0";
   if (!*a->cluster && p->hosts.n > 0 && (rc = plan_probe(p, a, env, be, msg)))
+    return rc;
+  if ((rc = check_slurm_mca(a, env, msg)))
     return rc;
   if (warn_btl(p, a, env) != FT_OK)
     return OOM(msg);

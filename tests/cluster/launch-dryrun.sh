@@ -181,6 +181,14 @@ same slurm-too-few 'SLURM_JOB_NODELIST=n[1-2]' -- --dry-run --nodes 5 -- prog
 same slurm-spares-big 'SLURM_JOB_NODELIST=n[1-4]' -- --dry-run --nodes 2 --spares 3 -- prog
 same slurm-hostfile-wins 'SLURM_JOB_NODELIST=n[1-4]' -- --dry-run --hostfile "$WORK/hosts" -- prog
 same slurm-probe 'SLURM_JOB_NODELIST=n[1-3]' FT_PROBE=myrsh -- --dry-run -- prog
+same slurm-rmaps 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --mpirun-arg --mca --mpirun-arg rmaps \
+  --mpirun-arg round_robin -- prog
+same slurm-args-no-overlap 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --mpirun-arg --mca \
+  --mpirun-arg plm_slurm_args --mpirun-arg '--exclusive' -- prog
+same slurm-args-env-no-overlap 'SLURM_JOB_NODELIST=n[1-3]' 'OMPI_MCA_plm_slurm_args=--cpu-bind=none' \
+  -- --dry-run -- prog
+same slurm-args-overlap 'SLURM_JOB_NODELIST=n[1-3]' 'OMPI_MCA_plm_slurm_args=--overlap --cpu-bind=none' \
+  -- --dry-run -- prog
 same no-cluster -- --dry-run --cluster "nolaunch$$" -- true
 same no-cluster-env "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster -- true
 same cluster-then-option -- --dry-run --cluster "nolaunch$$" --nodes=2 -- true
