@@ -71,6 +71,20 @@ static int find(const char *entry, ft__words_t *pids) {
   return rc;
 }
 
+/* 1 when pid is an srun (its /proc/PID/comm). */
+static int is_srun(const char *pid) {
+  char path[64], comm[32] = "";
+  snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (!fgets(comm, sizeof(comm), f))
+      comm[0] = '\0';
+    fclose(f);
+  }
+  comm[strcspn(comm, "\n")] = '\0';
+  return strcmp(comm, "srun") == 0;
+}
+
 int ft__leftovers_kill(const char *id) {
   ft__text_t entry = FT__TEXT_INIT;
   ft__words_t pids = FT__WORDS_INIT;
@@ -83,8 +97,15 @@ int ft__leftovers_kill(const char *id) {
     if (pids.n == 0)
       break;
     if (round == 1) {
+      /* In a Slurm allocation the srun of mpirun's daemon step outlives
+       * mpirun a moment on every run; ending it is no news. */
+      int sruns = 0;
+      for (int i = 0; i < pids.n; i++)
+        sruns += is_srun(pids.v[i]);
       first = pids.n;
-      ft__proc_say("killing %d leftover processes of the job", pids.n);
+      if (pids.n > sruns)
+        ft__proc_say("killing %d leftover processes of the job",
+                     pids.n - sruns);
     }
     for (int i = 0; i < pids.n; i++)
       kill((pid_t)strtol(pids.v[i], NULL, 10), SIGKILL);

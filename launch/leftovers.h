@@ -5,7 +5,8 @@
  * and on a partitioned host it would spin).  They are found in
  * /proc/PID/environ and killed (SIGKILL), up to three rounds 0.2 s apart;
  * the first round that finds any says "ft-launch: killing N leftover
- * processes of the job".
+ * processes of the job" (N without the sruns of Slurm's daemon step, which
+ * outlive mpirun a moment on every run in an allocation).
  */
 #ifndef FT_LAUNCH_LEFTOVERS_H
 #define FT_LAUNCH_LEFTOVERS_H

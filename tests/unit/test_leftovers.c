@@ -72,6 +72,38 @@ START_TEST(kills_the_job_s) {
 }
 END_TEST
 
+/* A process whose name is srun (Slurm's step launcher, which outlives
+ * mpirun a moment on every run) is killed, but not said. */
+START_TEST(srun_not_said) {
+  char err[256], srun[256];
+  ids();
+  path_of(err, sizeof(err), "err");
+  path_of(srun, sizeof(srun), "srun");
+  char *const cp[] = {"/bin/cp", "/bin/sleep", srun, NULL};
+  char *const cpenv[] = {"PATH=/usr/bin:/bin", NULL};
+  int st;
+  pid_t c = procs_spawn(cp, cpenv);
+  ck_assert_int_eq(waitpid(c, &st, 0), c);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  char *const argv[] = {srun, "60", NULL};
+  char *const envp[] = {"PATH=/usr/bin:/bin", entry, NULL};
+  pid_t a = procs_spawn(argv, envp);
+  procs_err_to(err);
+  ck_assert_int_eq(ft__leftovers_kill(id), 1);
+  procs_err_back();
+  ck_assert_str_eq(procs_slurp(err), "");
+  killed(a);
+  pid_t b = procs_spawn(argv, envp), d = sleeper(entry);
+  procs_err_to(err);
+  ck_assert_int_eq(ft__leftovers_kill(id), 2);
+  procs_err_back();
+  ck_assert_str_eq(procs_slurp(err),
+                   "ft-launch: killing 1 leftover processes of the job\n");
+  killed(b);
+  killed(d);
+}
+END_TEST
+
 /* The process that asks holds the entry too: only the other dies. */
 START_TEST(never_itself) {
   ids();
@@ -101,5 +133,6 @@ Suite *unit_suite(unit_prog_t *prog) {
   TCase *tc = tmpdir_tcase(s, "leftovers", 60);
   tcase_add_test(tc, kills_the_job_s);
   tcase_add_test(tc, never_itself);
+  tcase_add_test(tc, srun_not_said);
   return s;
 }
