@@ -667,15 +667,15 @@ static void stamps_before(drv_t *d, const ft__launch_action_t *a,
   }
 }
 
-/* In a Slurm allocation, once mpirun named hosts of a failed run: should
- * Slurm report hosts of the run down or not responding, those are the
- * lost ones named (1), not mpirun's.  Slurm ends a job step on every node
- * when one of its nodes fails, so the daemon mpirun lost first can be on
- * any host then; until Slurm has noticed a loss (SlurmdTimeout), mpirun's
- * word stands (0). */
+/* In a Slurm allocation, once a run failed: should Slurm report hosts of
+ * the run down or not responding, those are the lost ones named (1), not
+ * mpirun's.  Slurm ends a job step on every node when one of its nodes
+ * fails, so the daemon mpirun lost first can be on any host then, or
+ * mpirun names none; until Slurm has noticed a loss (SlurmdTimeout),
+ * mpirun's word stands (0). */
 static int slurm_named(drv_t *d, const ft__launch_action_t *a,
                        ft__words_t *lost) {
-  if (!d->probe.sinfo || d->status == 0 || lost->n == 0 || a->nhosts <= 0)
+  if (!d->probe.sinfo || d->status == 0 || a->nhosts <= 0)
     return 0;
   ft__words_t down = FT__WORDS_INIT;
   d->probe.envp = d->c->env->kv.v;

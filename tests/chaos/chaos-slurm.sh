@@ -9,6 +9,11 @@
 #      allocation's fifth node rebuilds it, the fault-free digest.
 #   2. salloc -N4 --no-kill, no spare: h4 killed at step 8, the job shrinks
 #      to h1..h3 and ends with the digest of a fault-free shrink there.
+#   2b. salloc -N6 --no-kill, two spares: h3 killed at step 8, then s1, the
+#      spare rebuilding it, killed in the middle of the rebuild: s2 takes
+#      the node, the fault-free digest.
+#   2c. As 2b with one spare: the job shrinks to h1 h2 h4 and ends with the
+#      digest of a fault-free shrink there.
 #   3. slurmd of h2 killed at step 8 (the host lives), the job held until
 #      Slurm marks the node DOWN; Slurm then kills the job's step on every
 #      node, so mpirun's lost daemon is on any host: Slurm's view names h2,
@@ -89,6 +94,42 @@ expect_line sl2 '^ft-launch: lost host\(s\): h4; no spare left: shrinking to 3 n
 expect_resumed sl2 8 8 "h4 lost"
 expect_digest sl2 "h4 lost, shrunk to h1..h3"
 ok "h4 lost, no spare: shrunk to h1..h3 in the allocation, resumed from step $RESUMED, digest of the fault-free shrink"
+
+begin "h3 killed at step 8, then the spare s1 killed during its rebuild: the allocation's second spare s2 takes the node"
+slurm_up 4 2
+REF=$FREF
+export FT_JOB=sl3
+FT_HOLD="step=8;phase=restore" salloc_bg sl3 "-N6 --no-kill" --nodes 4 --spares 2 --restarts 2 --job "$FT_JOB"
+HOLD_WHEN=step=8
+chaos sl3.first kill-node h3
+HOLD_WHEN=phase=restore
+chaos sl3 kill-node s1
+finish
+expect_rc sl3 0 "ft-launch --restarts 2 --spares 2, s1 lost during the rebuild"
+expect_line sl3.chaos "ft-restore held on s1" "s1 killed mid-rebuild"
+expect_line sl3 '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+expect_line sl3 'replacing them with spare\(s\) s2$' "then s2 takes the node"
+expect_line sl3 '^ft-launch: on hosts h1 h2 s2 h4 \(Slurm allocation h\[1-4\],s\[1-2\]\)$' "the relaunch on h1 h2 s2 h4"
+expect_resumed sl3 8 8 "s1 lost during the rebuild"
+expect_digest sl3 "s1 lost during the rebuild"
+ok "s1 killed during its rebuild: s2 took the node, resumed from step $RESUMED, digest matches"
+
+begin "the allocation's only spare taken, then lost during its rebuild: the job shrinks to h1 h2 h4"
+slurm_up 4 1
+shrunk_reference shref3 "h1 h2 h4"
+export FT_JOB=sl3b
+FT_HOLD="step=8;phase=restore" salloc_bg sl3b "-N5 --no-kill" --nodes 4 --spares 1 --restarts 2 --job "$FT_JOB"
+HOLD_WHEN=step=8
+chaos sl3b.first kill-node h3
+HOLD_WHEN=phase=restore
+chaos sl3b kill-node s1
+finish
+expect_rc sl3b 0 "ft-launch --restarts 2 --spares 1, the spare lost during the rebuild"
+expect_line sl3b '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+expect_line sl3b 'no spare left: shrinking to 3 nodes' "then the shrink"
+expect_resumed sl3b 8 8 "the spare lost during the rebuild"
+expect_digest sl3b "the spare lost during the rebuild, shrunk"
+ok "the only spare lost during its rebuild: shrunk to h1 h2 h4, resumed from step $RESUMED, digest of the fault-free shrink"
 
 # node_state HOST: Slurm's state of node HOST (idle, alloc, down*, ...).
 node_state() { ft-cluster exec --name "$CL" head sinfo -h -n "$1" -o %t 2>/dev/null; }
