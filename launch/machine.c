@@ -88,6 +88,8 @@ struct ft__launch {
   int attempt, restarts_done, recoveries;
   int in_job, in_job_failed, recovered_now, fresh, hold, restore_fresh;
   int verdict; /* the watchdog ended the run under way */
+  int lost_end; /* the last failure was a loss (125, 124, ft-restore's 4),
+                   not the program's own status */
   int resume;  /* a restart's recovery, once the queue is read */
   int fl_then, rg_then, fs_then;
   int state, code;
@@ -588,6 +590,7 @@ static void ftl_end_of_recovery(ft__launch_t *m, unsigned flags) {
 }
 
 static void ftl_job_failed(ft__launch_t *m, int rc) {
+  m->lost_end = 0;
   ftl_say(m, 0, "job failed: mpirun exit status %d", rc);
   ftl_act(m, FT_LAUNCH_ACT_MPIRUN_SAID);
   ftl_attempt_done(m, rc);
@@ -628,6 +631,7 @@ static void ftl_reported(ft__launch_t *m) {
   }
   ftl_put_list(m, &t, &m->lost, " ");
   ftl_say_text(m, f, &t);
+  m->lost_end = 1;
   ftl_attempt_done(m, 125);
 }
 
@@ -652,7 +656,7 @@ static void ftl_job_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
     ftl_put(&t, " s: exit status %d", rc);
   ftl_say_text(m, FT_LAUNCH_SAY_STAMP, &t);
   if (m->verdict)
-    ftl_attempt_done(m, 124);
+    m->lost_end = 1, ftl_attempt_done(m, 124);
   else if (rc != 0 && m->hosts.n)
     m->job_rc = rc, ftl_find_lost(m, FTL_FL_REPORT);
   else if (rc != 0)
@@ -1079,6 +1083,7 @@ static void ftl_restore_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
   m->hold = 0, m->fresh = 0;
   m->restore_fresh = (ev->flags & FT_LAUNCH_FRESH) != 0;
   m->full_host = ftl_find(m, ev->host);
+  m->lost_end = rc == 4 || rc == 124;
   switch (rc) {
   case 0:
     ftl_restored(m);
@@ -1395,6 +1400,8 @@ void ft__launch_destroy(ft__launch_t *m) {
 /* ---- accessors ---- */
 
 int ft__launch_state(const ft__launch_t *m) { return m->state; }
+
+int ft__launch_lost_end(const ft__launch_t *m) { return m && m->lost_end; }
 
 int ft__launch_exit_code(const ft__launch_t *m) {
   return ftl_ended(m->state) ? m->code : -1;

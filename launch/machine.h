@@ -279,6 +279,10 @@ int ft__launch_action(ft__launch_t *m, ft__launch_action_t *out);
 int ft__launch_state(const ft__launch_t *m);
 /* In DONE, GIVEN_UP, INTERRUPTED: the exit status; -1 before. */
 int ft__launch_exit_code(const ft__launch_t *m);
+/* 1 when the last failure was a loss the machine judged (a lost host, the
+ * watchdog's verdict, ft-restore's 4 or 124), 0 when it was the program's
+ * own status or none: what a requeue may mend. */
+int ft__launch_lost_end(const ft__launch_t *m);
 int ft__launch_restarts_done(const ft__launch_t *m);
 int ft__launch_spares_left(const ft__launch_t *m);
 /* The job's hosts now, in rank order: up to max into out; their count. */

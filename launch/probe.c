@@ -110,13 +110,26 @@ int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
 
 /* ---- Slurm's view ---- */
 
+/* sinfo's %t: a state word, then flags (not responding '*', powered off
+ * '~', powering up '#', pending power down '!', powering down '%',
+ * maintenance '$', reboot '@' '^', planned '-', '+'). */
 int ft__probe_slurm_state_lost(const char *state) {
+  char base[64];
   size_t len = strlen(state);
-  if (len && (state[len - 1] == '*' || state[len - 1] == '~'))
+  int flag_lost = 0;
+  while (len && strchr("*~#!%$@^-+", state[len - 1])) {
+    flag_lost |= state[len - 1] == '*' || state[len - 1] == '~';
+    len--;
+  }
+  if (flag_lost)
     return 1;
+  if (len >= sizeof(base))
+    return 0;
+  memcpy(base, state, len);
+  base[len] = '\0';
   static const char *const lost[] = {"down", "drain", "fail"};
   for (size_t i = 0; i < sizeof(lost) / sizeof(*lost); i++)
-    if (strcmp(state, lost[i]) == 0)
+    if (strcmp(base, lost[i]) == 0)
       return 1;
   return 0;
 }

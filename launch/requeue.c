@@ -4,6 +4,7 @@
  */
 #include "launch/requeue.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ftrt.h"
@@ -50,9 +51,25 @@ static int scontrol(char *const *envp, const char *verb, const char *opt,
 }
 
 int ft__requeue(int code, const char *job_id, const char *persist,
-                char *const *envp, ft__text_t *line) {
+                const char *restarts, const char *max, char *const *envp,
+                ft__text_t *line) {
   if (!ft__requeue_code(code) || !job_id || !*job_id)
     return 0;
+  char *end;
+  long done = restarts && *restarts ? strtol(restarts, &end, 10) : 0;
+  long most = max && *max ? strtol(max, &end, 10) : 3;
+  if (done < 0)
+    done = 0;
+  if (most < 0)
+    most = 0;
+  if (done >= most) {
+    ft__text_addf(line,
+                  "exit %d: unrecoverable in this allocation, but Slurm job "
+                  "%s is not requeued again: it was requeued %ld time(s) "
+                  "(FT_REQUEUE_MAX=%ld); see what failed above",
+                  code, job_id, done, most);
+    return 0;
+  }
   ft__text_t out = FT__TEXT_INIT;
   int status = 0;
   int rc = scontrol(envp, "show", "-o", job_id, &out, &status);
@@ -71,9 +88,9 @@ int ft__requeue(int code, const char *job_id, const char *persist,
   if (!asked) {
     if (batch && *persist)
       ft__text_addf(line,
-                    "exit %d: unrecoverable in this allocation; submitted "
-                    "with sbatch --requeue, Slurm job %s would be requeued "
-                    "and resume from the disk tier (%s)",
+                    "exit %d: unrecoverable in this allocation; had it been "
+                    "submitted with sbatch --requeue, Slurm job %s would "
+                    "have been requeued to resume from the disk tier (%s)",
                     code, job_id, persist);
     return 0;
   }
@@ -101,8 +118,9 @@ int ft__requeue(int code, const char *job_id, const char *persist,
   ft__text_free(&out);
   ft__text_addf(line,
                 "exit %d: unrecoverable in this allocation: Slurm job %s "
-                "requeued (sbatch --requeue); its next run resumes from the "
-                "job's stores left in memory, or from the disk tier (%s)",
+                "requeued (it is requeueable: Requeue=1); its next run "
+                "resumes from the job's stores left in memory, or from the "
+                "disk tier (%s)",
                 code, job_id, persist);
   return 1;
 }

@@ -25,11 +25,14 @@ int ft__requeue_asked(const char *show_job);
 
 /* For an exit status code of ft-launch in the Slurm batch job job_id
  * (envp: the environment scontrol runs in; persist: --persist, "" when
- * none): asks Slurm, requeues when it should, and appends what to say
+ * none; restarts: SLURM_RESTART_COUNT, the requeues so far; max:
+ * FT_REQUEUE_MAX, default 3, the requeues allowed): asks Slurm, requeues
+ * when it should, and appends what to say
  * (one line, no "ft-launch: " before it; nothing when there is nothing to
  * say) to line.  1 when the job was requeued, 0 when not, -1 when
  * scontrol could not be run or failed (line says so). */
 int ft__requeue(int code, const char *job_id, const char *persist,
-                char *const *envp, ft__text_t *line);
+                const char *restarts, const char *max, char *const *envp,
+                ft__text_t *line);
 
 #endif

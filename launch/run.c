@@ -1191,7 +1191,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                             .launch = &d.spare_job,
                             .probe = &d.probe};
   requeued_order(&d);
-  int rc = requeued_restore(&d);
+  int rc = requeued_restore(&d), pre_rc = rc >= 0;
   if (rc >= 0) {
     /* not started: nothing of the machine's to run */
   } else if (make_machine(&d, &probe_text) != FT_OK) {
@@ -1211,20 +1211,25 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
       rc = ft__launch_exit_code(d.m) >= 0 ? ft__launch_exit_code(d.m)
                                           : FT_LAUNCH_EXIT_FAIL;
   }
+  /* Whether a requeue may mend it: a loss, not the program's own status. */
+  int lost = pre_rc ? ft__requeue_code(rc) : ft__launch_lost_end(d.m);
+  d.probe.envp = ctx->env->kv.v;
+  ft__spares_clear(&d.spares);
+  ft__launch_destroy(d.m);
   /* A batch job ended unrecoverable in its allocation: requeued by Slurm
-   * when it was submitted with --requeue (requeue.h). */
-  if (*a->slurm && !*a->cluster) {
+   * when it may be (requeue.h), as the very last step (Slurm ends the job
+   * at once). */
+  if (*a->slurm && !*a->cluster && lost) {
     ft__text_t line = FT__TEXT_INIT;
     ft__requeue(rc, ft__env_get(ctx->env, "SLURM_JOB_ID"),
-                ft__env_str(ctx->env, "FT_PERSIST_DIR"), ctx->env->kv.v,
+                ft__env_str(ctx->env, "FT_PERSIST_DIR"),
+                ft__env_str(ctx->env, "SLURM_RESTART_COUNT"),
+                ft__env_str(ctx->env, "FT_REQUEUE_MAX"), ctx->env->kv.v,
                 &line);
     if (line.len)
       say(&d, ft__text_str(&line));
     ft__text_free(&line);
   }
-  d.probe.envp = ctx->env->kv.v;
-  ft__spares_clear(&d.spares);
-  ft__launch_destroy(d.m);
   ft__stamps_free(&d.ts);
   ft__text_free(&d.account);
   ft__text_free(&d.later);

@@ -239,7 +239,7 @@ chaos sl6 kill-node h3
 requeue_end sl6
 expect_rc sl6 0 "sbatch --wait --requeue of slurm-requeue.sh"
 expect_line sl6 '^run 0 of Slurm job [0-9]+ on h\[1-4\]$' "the first run on h1..h4"
-expect_line sl6 '^ft-launch: exit 125: unrecoverable in this allocation: Slurm job [0-9]+ requeued \(sbatch --requeue\)' "ft-launch requeues the job"
+expect_line sl6 '^ft-launch: exit 125: unrecoverable in this allocation: Slurm job [0-9]+ requeued \(it is requeueable: Requeue=1\)' "ft-launch requeues the job"
 expect_line sl6 '^run 1 of Slurm job [0-9]+ on h\[1-2,4\],s1$' "the requeued run on h1 h2 h4 s1"
 expect_line sl6 "^ft-launch: run 1 of Slurm job [0-9]+ \\(requeued\\): the job's stores put its nodes in order: h1 h2 s1 h4; " "the stores' order"
 expect_line sl6 '^ft-restore: lost node 2 \(h3, group 0 position [0-3]\) -> s1$' "the rebuild of h3 on s1, from memory"

@@ -305,6 +305,7 @@ START_TEST(clean_run_without_restarts) {
   say("job failed: mpirun exit status 7");
   expect(FT_LAUNCH_ACT_MPIRUN_SAID);
   leaves(7);
+  ck_assert_int_eq(ft__launch_lost_end(M), 0); /* the program's: no requeue */
   in_state(FT_LAUNCH_GIVEN_UP);
 }
 END_TEST
@@ -1156,6 +1157,7 @@ START_TEST(slurm_named_and_probed) {
   probed("h3");
   say_at("job failed; Slurm reports h2 down or not responding, the others "
          "cannot run a command (" SW "): h2 h3");
+  ck_assert_int_eq(ft__launch_lost_end(M), 1); /* a loss: a requeue may mend */
   teardown();
   make_slurm("h1 h2 h3", NULL, 0);
   first_attempt("h1 h2 h3", HOLD | PREP);

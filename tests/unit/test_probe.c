@@ -214,9 +214,11 @@ END_TEST
 START_TEST(slurm_states) {
   static const char *const lost[] = {"down", "down*", "alloc*", "idle*",
                                      "drain", "fail", "idle~", "mix*",
-                                     "unk*"};
+                                     "unk*", "down$", "down@", "drain$",
+                                     "down#", "idle*$", "fail-"};
   static const char *const fine[] = {"idle", "alloc", "mix", "comp",
-                                     "drng", "failg", "resv", ""};
+                                     "drng", "failg", "resv", "",
+                                     "idle$", "alloc@", "mix-", "idle#"};
   for (size_t i = 0; i < sizeof(lost) / sizeof(*lost); i++)
     ck_assert_msg(ft__probe_slurm_state_lost(lost[i]), "%s", lost[i]);
   for (size_t i = 0; i < sizeof(fine) / sizeof(*fine); i++)

@@ -59,10 +59,13 @@ static void fake_scontrol(const char *show_job, int show_rc, int requeue_rc) {
   envp[0] = envp_path, envp[1] = NULL;
 }
 
+static const char *RESTARTS = "";
+
 static int requeue(int code, const char *persist, const char *want) {
   ft__text_t line = FT__TEXT_INIT;
-  int r = ft__requeue(code, "7", persist, envp, &line);
-  ck_assert_str_eq(ft__text_str(&line), want);
+  int r = ft__requeue(code, "7", persist, RESTARTS, "", envp, &line);
+  if (want)
+    ck_assert_str_eq(ft__text_str(&line), want);
   ft__text_free(&line);
   return r;
 }
@@ -74,9 +77,9 @@ START_TEST(requeued) {
   ck_assert_int_eq(
       requeue(125, "/shared/ckpt",
               "exit 125: unrecoverable in this allocation: Slurm job 7 "
-              "requeued (sbatch --requeue); its next run resumes from the "
-              "job's stores left in memory, or from the disk tier "
-              "(/shared/ckpt)"),
+              "requeued (it is requeueable: Requeue=1); its next run "
+              "resumes from the job's stores left in memory, or from the "
+              "disk tier (/shared/ckpt)"),
       1);
   ck_assert_str_eq(procs_slurp(args_file), "-o show job 7\nrequeue 7\n");
 }
@@ -92,9 +95,31 @@ START_TEST(never_for_the_user) {
   ck_assert_int_eq(requeue(0, "/shared/ckpt", ""), 0);
   ck_assert_str_eq(procs_slurp(args_file), "");
   ft__text_t line = FT__TEXT_INIT;
-  ck_assert_int_eq(ft__requeue(125, NULL, "/p", envp, &line), 0);
-  ck_assert_int_eq(ft__requeue(125, "", "/p", envp, &line), 0);
+  ck_assert_int_eq(ft__requeue(125, NULL, "/p", "", "", envp, &line), 0);
+  ck_assert_int_eq(ft__requeue(125, "", "/p", "", "", envp, &line), 0);
   ck_assert_uint_eq(line.len, 0);
+}
+END_TEST
+
+START_TEST(capped) {
+  /* FT_REQUEUE_MAX (default 3) requeues at most: a run that fails the same
+   * way again is not requeued for ever; Slurm not even asked */
+  fake_scontrol(SHOW_ASKED, 0, 0);
+  RESTARTS = "3";
+  ck_assert_int_eq(
+      requeue(125, "/p",
+              "exit 125: unrecoverable in this allocation, but Slurm job 7 is "
+              "not requeued again: it was requeued 3 time(s) "
+              "(FT_REQUEUE_MAX=3); see what failed above"),
+      0);
+  ck_assert_str_eq(procs_slurp(args_file), "");
+  RESTARTS = "2";
+  ck_assert_int_eq(requeue(125, "/p", NULL) , 1);
+  RESTARTS = "";
+  ft__text_t line = FT__TEXT_INIT;
+  ck_assert_int_eq(ft__requeue(125, "7", "/p", "1", "1", envp, &line), 0);
+  ck_assert_ptr_nonnull(strstr(ft__text_str(&line), "(FT_REQUEUE_MAX=1)"));
+  ft__text_free(&line);
 }
 END_TEST
 
@@ -117,10 +142,10 @@ START_TEST(not_asked) {
    * (BatchFlag=0): nothing */
   fake_scontrol("JobId=7 BatchFlag=1 Requeue=0", 0, 0);
   ck_assert_int_eq(requeue(124, "/p",
-                           "exit 124: unrecoverable in this allocation; "
-                           "submitted with sbatch --requeue, Slurm job 7 "
-                           "would be requeued and resume from the disk tier "
-                           "(/p)"),
+                           "exit 124: unrecoverable in this allocation; had "
+                           "it been submitted with sbatch --requeue, Slurm "
+                           "job 7 would have been requeued to resume from "
+                           "the disk tier (/p)"),
                    0);
   fake_scontrol("JobId=7 BatchFlag=0 Requeue=1", 0, 0);
   ck_assert_int_eq(requeue(124, "/p", ""), 0);
@@ -217,6 +242,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, requeued);
   tcase_add_test(tc, never_for_the_user);
   tcase_add_test(tc, without_persist);
+  tcase_add_test(tc, capped);
   tcase_add_test(tc, not_asked);
   tcase_add_test(tc, scontrol_fails);
   return s;

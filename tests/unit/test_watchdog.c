@@ -169,6 +169,8 @@ START_TEST(slurm_view_judges_without_steps) {
   ft__probe_t p = probe_of("1");
   p.envp = envp;
   p.sinfo = "sinfo";
+  static const char *const srun[] = {"/usr/bin/srun", "-N1"};
+  p.words = srun, p.nwords = 2; /* Slurm's own probe: the view alone */
   const char *const hosts[] = {"up1", "down1"};
   run_t r = start(&p, hosts, 2);
   judged(&r, "down1", 0);
