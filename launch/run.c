@@ -1001,9 +1001,12 @@ static int store_number(drv_t *d, const char *status_cmd, const char *host,
   ft__text_t line = FT__TEXT_INIT, out = FT__TEXT_INIT, prog = FT__TEXT_INIT;
   ft__words_t argv = FT__WORDS_INIT;
   int node = -1, status = 0;
+  const char *store = ft__env_str(d->c->env, "FT_STORE_ROOT");
   if (ft__quote_word(&line, status_cmd) == FT_OK &&
       ft__text_add(&line, " --job ") == FT_OK &&
       ft__quote_word(&line, a->job) == FT_OK &&
+      (!*store || (ft__text_add(&line, " --store ") == FT_OK &&
+                   ft__quote_word(&line, store) == FT_OK)) &&
       d->c->be->host_cmd(&d->spare_job, d->probe.words, d->probe.nwords, host,
                          ft__text_str(&line), &argv) == FT_OK &&
       argv.n > 0 && ft__proc_find(d->c->env->kv.v, argv.v[0], &prog) == 1) {
