@@ -95,19 +95,28 @@ expect_resumed sl2 8 8 "h4 lost"
 expect_digest sl2 "h4 lost, shrunk to h1..h3"
 ok "h4 lost, no spare: shrunk to h1..h3 in the allocation, resumed from step $RESUMED, digest of the fault-free shrink"
 
+# spare_killed LOG SALLOC SPARES: salloc SALLOC, --nodes 4 --spares SPARES
+# --restarts 2: h3 killed at step 8, then s1, the spare rebuilding it,
+# killed while its rebuild holds (one FT_HOLD, two points); s1 replaced h3
+# first.  The caller checks what came after.
+spare_killed() {
+  local log=$1
+  FT_HOLD="step=8;phase=restore" salloc_bg "$log" "$2" --nodes 4 --spares "$3" --restarts 2 --job "$FT_JOB"
+  HOLD_WHEN=step=8
+  chaos "$log.first" kill-node h3
+  HOLD_WHEN=phase=restore
+  chaos "$log" kill-node s1
+  finish
+  expect_rc "$log" 0 "ft-launch --restarts 2 --spares $3, s1 lost during the rebuild"
+  expect_line "$log.chaos" "ft-restore held on s1" "s1 killed mid-rebuild"
+  expect_line "$log" '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+}
+
 begin "h3 killed at step 8, then the spare s1 killed during its rebuild: the allocation's second spare s2 takes the node"
 slurm_up 4 2
 REF=$FREF
 export FT_JOB=sl3
-FT_HOLD="step=8;phase=restore" salloc_bg sl3 "-N6 --no-kill" --nodes 4 --spares 2 --restarts 2 --job "$FT_JOB"
-HOLD_WHEN=step=8
-chaos sl3.first kill-node h3
-HOLD_WHEN=phase=restore
-chaos sl3 kill-node s1
-finish
-expect_rc sl3 0 "ft-launch --restarts 2 --spares 2, s1 lost during the rebuild"
-expect_line sl3.chaos "ft-restore held on s1" "s1 killed mid-rebuild"
-expect_line sl3 '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+spare_killed sl3 "-N6 --no-kill" 2
 expect_line sl3 'replacing them with spare\(s\) s2$' "then s2 takes the node"
 expect_line sl3 '^ft-launch: on hosts h1 h2 s2 h4 \(Slurm allocation h\[1-4\],s\[1-2\]\)$' "the relaunch on h1 h2 s2 h4"
 expect_resumed sl3 8 8 "s1 lost during the rebuild"
@@ -118,14 +127,7 @@ begin "the allocation's only spare taken, then lost during its rebuild: the job 
 slurm_up 4 1
 shrunk_reference shref3 "h1 h2 h4"
 export FT_JOB=sl3b
-FT_HOLD="step=8;phase=restore" salloc_bg sl3b "-N5 --no-kill" --nodes 4 --spares 1 --restarts 2 --job "$FT_JOB"
-HOLD_WHEN=step=8
-chaos sl3b.first kill-node h3
-HOLD_WHEN=phase=restore
-chaos sl3b kill-node s1
-finish
-expect_rc sl3b 0 "ft-launch --restarts 2 --spares 1, the spare lost during the rebuild"
-expect_line sl3b '^ft-launch: lost host\(s\): h3; replacing them with spare\(s\) s1$' "s1 replaces h3"
+spare_killed sl3b "-N5 --no-kill" 1
 expect_line sl3b 'no spare left: shrinking to 3 nodes' "then the shrink"
 expect_resumed sl3b 8 8 "the spare lost during the rebuild"
 expect_digest sl3b "the spare lost during the rebuild, shrunk"
