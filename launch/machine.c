@@ -58,6 +58,7 @@ enum { FTL_FS_REGROUP = 1, FTL_FS_NEXT };
 struct ft__launch {
   /* The configuration. */
   int restarts, cluster, slurm, probe_tries, restore_job, one_per_node, cold;
+  int restore_first;
   int ec_k, ec_m;
   char probe[FTL_PROBE_MAX], timeout[FTL_TIMEOUT_MAX];
   char ec_name[FTL_EC_NAME_MAX];
@@ -497,7 +498,11 @@ static void ftl_run_restore(ft__launch_t *m) {
   }
   ftl_say_text(m, FT_LAUNCH_SAY_STAMP, &t);
   m->restore_fresh = 0, m->full_host = -1;
-  ftl_run(m, FT_LAUNCH_RUN_RESTORE);
+  ft__launch_action_t *a = ftl_run(m, FT_LAUNCH_RUN_RESTORE);
+  /* Before the first attempt (restore_first): FT_HOLD, --fresh and the
+   * spares' preparation stay the first attempt's. */
+  if (a && !m->attempt)
+    a->flags = FT_LAUNCH_RUN_RESTORE;
   m->state = FT_LAUNCH_RESTORING;
 }
 
@@ -1065,6 +1070,10 @@ static void ftl_restored(ft__launch_t *m) {
   if (!ftl_build(m))
     return;
   ftl_summary(m);
+  if (!m->attempt) {
+    ftl_attempt(m); /* restore_first: the job's first attempt */
+    return;
+  }
   ftl_recovered(m, 0);
 }
 
@@ -1080,7 +1089,8 @@ static void ftl_restore_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
   ftl_say_text(m, FT_LAUNCH_SAY_STAMP, &t);
   if (rc != 0)
     ftl_act(m, FT_LAUNCH_ACT_MPIRUN_SAID);
-  m->hold = 0, m->fresh = 0;
+  if (m->attempt)
+    m->hold = 0, m->fresh = 0;
   m->restore_fresh = (ev->flags & FT_LAUNCH_FRESH) != 0;
   m->full_host = ftl_find(m, ev->host);
   m->lost_end = rc == 4 || rc == 124;
@@ -1150,6 +1160,12 @@ static void ftl_signal(ft__launch_t *m, int signo) {
 }
 
 static void ftl_start(ft__launch_t *m) {
+  if (m->restore_first) {
+    /* As a restart's ft-restore: what its failure regroups from. */
+    m->pre_hosts = m->hosts, m->pre_spares_left = m->spares_left;
+    ftl_run_restore(m);
+    return;
+  }
   if (!ftl_build(m))
     return;
   ftl_summary(m);
@@ -1338,6 +1354,7 @@ static int ftl_init_config(ft__launch_t *m, const ft__launch_config_t *c) {
   m->slurm = c->slurm != 0;
   m->probe_tries = c->probe_tries, m->restore_job = c->restore_job != 0;
   m->one_per_node = c->one_per_node != 0, m->cold = c->cold_spares != 0;
+  m->restore_first = c->restore_first != 0;
   m->ec_k = c->ec_k, m->ec_m = c->ec_k ? c->ec_m : 0;
   if (ftl_copy(m->probe, sizeof(m->probe), c->probe) ||
       ftl_copy(m->timeout, sizeof(m->timeout), c->timeout) ||

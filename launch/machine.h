@@ -42,6 +42,8 @@
  *
  *   STARTING   --start-->       RUNNING     : SUMMARY, SAY attempt, RUN
  *   STARTING   --start-->       GIVEN_UP    : SAY (usage), EXIT 2  code > nodes
+ *   STARTING   --start-->       RESTORING   : SAY running ft-restore, RUN
+ *                                                       (restore_first)
  *   RUNNING    --unreachable--> RUNNING     : SAY the verdict, END (once a run)
  *   RUNNING    --exit 0-->      DONE        : SAY ended, [SAY done], EXIT 0
  *   RUNNING    --exit-->        [failed 124]: SAY ended         after a verdict
@@ -80,6 +82,7 @@
  *   ASKING     --probed-->      RESTORING   : SAY running ft-restore, RUN
  *   RESTORING  --exit 0-->      RUNNING     : SAY ended, SUMMARY, SAY restart
  *                                             relaunching, SAY attempt, RUN
+ *                                             (restore_first's: no restart)
  *   RESTORING  --exit 3-->      GIVEN_UP    : SAY ended, SAY, [SAY done], EXIT
  *   RESTORING  --exit 5-->      REGROUPING  : SAY ended, PROBE the free spares
  *                                             (a spare's store had no room)
@@ -249,6 +252,10 @@ typedef struct ft__launch_config {
   int one_per_node;    /* --one-per-node (no SMP: ft-restore apart) */
   int cold_spares;     /* --cold-spares */
   int fresh;           /* --fresh: FT_FRESH for the first attempt */
+  /* A requeued Slurm run with node numbers no store holds (resume.h):
+   * ft-restore --mode replace on the hosts before the first attempt, a
+   * restart's ft-restore but for the restart (its failure is one). */
+  int restore_first;
   int ec_k, ec_m;      /* --ec K+M (or FT_EC_K, FT_EC_M); ec_k 0: none */
   const char *ec_name; /* how the code was given, "FT_EC_K=3 FT_EC_M=1";
                           NULL: "--ec K+M" */

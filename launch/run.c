@@ -985,6 +985,7 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
       .one_per_node = a->one_per_node,
       .cold_spares = a->cold_spares,
       .fresh = d->fresh != NULL,
+      .restore_first = d->r_rebuild,
       .ec_k = ec_k,
       .ec_m = ec_m,
       .ec_name = *a->ec_name ? a->ec_name : NULL};
@@ -1076,57 +1077,6 @@ static void requeued_order(drv_t *d) {
   ft__free(order);
 }
 
-/* A requeued run whose nodes were ordered with a node number no store
- * holds: ft-restore --mode replace on them before the first attempt (it
- * rebuilds, hands over to the disk tier, or refuses).  -1 when it ended
- * well (or was not needed), else the exit status of ft-launch. */
-static int requeued_restore(drv_t *d) {
-  if (!d->r_rebuild)
-    return -1;
-  const ft__launch_args_t *a = d->c->args;
-  ft__launch_action_t act = {.kind = FT_LAUNCH_ACT_RUN,
-                             .flags = FT_LAUNCH_RUN_RESTORE,
-                             .hosts = (const char *const *)d->r_hosts.v,
-                             .nhosts = d->r_hosts.n,
-                             .nodes = d->r_hosts.n,
-                             .mode = FT_LAUNCH_REPLACE};
-  if (*a->ec)
-    sscanf(a->ec, "%d+%d", &act.ec_k, &act.ec_m);
-  ft__text_t t = FT__TEXT_INIT;
-  ft__text_addf(&t, "running ft-restore --mode replace on %d node(s):",
-                d->r_hosts.n);
-  for (int i = 0; i < d->r_hosts.n; i++)
-    ft__text_addf(&t, " %s", d->r_hosts.v[i]);
-  say_line(d, FT_LAUNCH_SAY_STAMP, ft__text_str(&t));
-  ft__text_clear(&t);
-  int rc = run_launch(d, &act);
-  if (rc >= 0) {
-    ft__text_free(&t);
-    return rc; /* a signal, or it could not start */
-  }
-  if (d->next.kind == FT_LAUNCH_EV_SIGNAL) {
-    ft__text_free(&t);
-    return 128 + d->next.signo; /* ended by the user */
-  }
-  int status = d->next.status;
-  ft__text_addf(&t, "ft-restore ended after %.1f s: exit status %d",
-                (double)d->next.ms / 1000.0, status);
-  say_line(d, FT_LAUNCH_SAY_STAMP, ft__text_str(&t));
-  ft__text_free(&t);
-  if (status == 0)
-    return -1;
-  ft__text_t why = FT__TEXT_INIT;
-  ft__text_addf(&why,
-                "the requeued run cannot resume (ft-restore exit %d, above): "
-                "not starting the job",
-                status);
-  say(d, ft__text_str(&why));
-  ft__text_free(&why);
-  return status == 3 || status == 4 || status == 5 || status == 124
-             ? status
-             : FT_LAUNCH_EXIT_FAIL;
-}
-
 /* INT, TERM and HUP end the job, but one ignored when ft-launch started
  * stays ignored, as bash left it (a signal ignored on entry to a shell
  * cannot be trapped): under nohup a hangup does not end the job, nor an
@@ -1194,10 +1144,8 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                             .launch = &d.spare_job,
                             .probe = &d.probe};
   requeued_order(&d);
-  int rc = requeued_restore(&d), pre_rc = rc >= 0;
-  if (rc >= 0) {
-    /* not started: nothing of the machine's to run */
-  } else if (make_machine(&d, &probe_text) != FT_OK) {
+  int rc;
+  if (make_machine(&d, &probe_text) != FT_OK) {
     rc = FT_LAUNCH_EXIT_FAIL;
     say(&d, "out of memory, or a placement the supervisor cannot hold");
   } else {
@@ -1215,7 +1163,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                                           : FT_LAUNCH_EXIT_FAIL;
   }
   /* Whether a requeue may mend it: a loss, not the program's own status. */
-  int lost = pre_rc ? ft__requeue_code(rc) : ft__launch_lost_end(d.m);
+  int lost = ft__launch_lost_end(d.m);
   d.probe.envp = ctx->env->kv.v;
   ft__spares_clear(&d.spares);
   ft__launch_destroy(d.m);

@@ -818,6 +818,87 @@ START_TEST(spares_exhausted_midway) {
 }
 END_TEST
 
+/* A requeued Slurm run with a node number no store holds (restore_first):
+ * ft-restore on the stores' order before attempt 1, without FT_HOLD
+ * (attempt 1's). */
+static void restore_first(const char *pool, int spares, int restarts) {
+  ft__launch_config_t c = placed("h1 h2 s1 h4", pool, spares, restarts);
+  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w", c.restore_first = 1;
+  c.ec_k = 3, c.ec_m = 1;
+  make(&c);
+  start();
+  say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s1 h4");
+  const ft__launch_action_t *a = run("h1 h2 s1 h4", RESTORE);
+  ck_assert_int_eq(a->mode, FT_LAUNCH_REPLACE);
+  ck_assert_int_eq(a->ec_k, 3);
+  ck_assert_int_eq(a->ec_m, 1);
+  ck_assert_int_eq(a->attempt, 0);
+  in_state(FT_LAUNCH_RESTORING);
+}
+
+START_TEST(restore_first_then_attempt) {
+  /* ft-restore ended well: attempt 1 as a first attempt (FT_HOLD, the
+   * spares prepared, no recovery's account), no restart counted */
+  restore_first("s2", 1, 1);
+  ended(0, NULL, OK_JOB);
+  say_at("ft-restore ended after 1.2 s: exit status 0");
+  expect(FT_LAUNCH_ACT_SUMMARY);
+  say_at("attempt 1: mpirun started");
+  const ft__launch_action_t *a = run("h1 h2 s1 h4", HOLD | PREP);
+  ck_assert_int_eq(a->attempt, 1);
+  ck_assert_int_eq(a->recovery, 0);
+  in_state(FT_LAUNCH_RUNNING);
+  ck_assert_int_eq(ft__launch_restarts_done(M), 0);
+  ck_assert_int_eq(ft__launch_lost_end(M), 0);
+}
+END_TEST
+
+START_TEST(restore_first_signal) {
+  /* a signal while it runs ends ft-launch with 128 + N */
+  restore_first("s2", 1, 1);
+  sig(SIGTERM);
+  expect(FT_LAUNCH_ACT_HELD);
+  say("interrupted: ending the job");
+  leaves(128 + SIGTERM);
+  ck_assert_int_eq(ft__launch_lost_end(M), 0);
+}
+END_TEST
+
+START_TEST(restore_first_verdict_recovers) {
+  /* the watchdog's verdict ends it (124), and the restart loop mends the
+   * loss: s2 replaces the silent host, rebuilt in the relaunch */
+  restore_first("s2", 1, 1);
+  unreachable("s1", 31000, 0);
+  say("Slurm has reported host s1 down or not responding for 31 s (timeout "
+      "60 s): ending the job");
+  expect(FT_LAUNCH_ACT_END);
+  ended(137, NULL, 0);
+  say_at("ft-restore ended after 1.2 s: exit status 124");
+  expect(FT_LAUNCH_ACT_MPIRUN_SAID);
+  say("ft-restore ended by the watchdog: a host of it became unreachable");
+  say("restart 1 of 1: attempt failed with status 124; recovering");
+  probe("h1 h2 s1 h4", 3);
+  probed("s1");
+  probe("s2", 3);
+  probed(NULL);
+  say("lost host(s): s1; replacing them with spare(s) s2");
+  /* the program's first run: FT_HOLD is its */
+  relaunch_in_job(1, 1, 1, "h1 h2 s2 h4", "replace", HOLD);
+}
+END_TEST
+
+START_TEST(restore_first_lost_no_restart) {
+  /* without a restart, ft-restore's 4 is ft-launch's, a loss (requeued) */
+  restore_first(NULL, 0, 0);
+  ended(4, NULL, 0);
+  say_at("ft-restore ended after 1.2 s: exit status 4");
+  expect(FT_LAUNCH_ACT_MPIRUN_SAID);
+  say("ft-restore stopped: a host of it fell silent (exit 4)");
+  leaves(4);
+  ck_assert_int_eq(ft__launch_lost_end(M), 1);
+}
+END_TEST
+
 START_TEST(restore_says_3) {
   /* restore_apart: exit 3 ends the launch at once, restarts left or not */
   ft__launch_config_t c = placed("h1 h2 h3 h4", "s1", 1, 2);
@@ -1449,6 +1530,10 @@ Suite *unit_suite(unit_prog_t *prog) {
   TCase *tc = tcase_create("machine");
   tcase_add_checked_fixture(tc, NULL, teardown);
   tcase_add_test(tc, clean_run);
+  tcase_add_test(tc, restore_first_then_attempt);
+  tcase_add_test(tc, restore_first_signal);
+  tcase_add_test(tc, restore_first_verdict_recovers);
+  tcase_add_test(tc, restore_first_lost_no_restart);
   tcase_add_test(tc, clean_run_without_restarts);
   tcase_add_test(tc, rank_failure_no_host_lost);
   tcase_add_test(tc, one_lost_with_spare);
