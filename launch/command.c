@@ -57,6 +57,54 @@ int ft__command_output(char *const *argv, char *const *envp, int with_stderr,
   return rc;
 }
 
+int ft__command_start(char *const *argv, char *const *envp, int with_stderr,
+                      double timeout_s, ft__command_t *c) {
+  int fds[2];
+  c->pid = 0, c->fd = -1;
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return FT_EIO;
+  pid_t pid = ft__proc_bounded_to(argv[0], argv, envp, timeout_s, 1, fds[1],
+                                  with_stderr);
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return FT_EIO;
+  }
+  c->pid = pid, c->fd = fds[0];
+  return FT_OK;
+}
+
+int ft__command_finish(ft__command_t *c, ft__text_t *out, int *status) {
+  *status = 127;
+  if (c->pid <= 0)
+    return FT_EIO;
+  int rc = FT_OK;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(c->fd, buf, sizeof(buf));
+    if (n == 0 || (n < 0 && errno != EINTR))
+      break;
+    if (n > 0 && rc == FT_OK && ft__text_addn(out, buf, (size_t)n) != FT_OK)
+      rc = FT_ENOMEM; /* read on: the command is not left blocked */
+  }
+  close(c->fd);
+  int st = ft__proc_wait(c->pid);
+  *status = st < 0 ? 127 : st;
+  c->pid = 0, c->fd = -1;
+  return rc;
+}
+
+int ft__command_bounded(char *const *argv, char *const *envp, int with_stderr,
+                        double timeout_s, ft__text_t *out, int *status) {
+  ft__command_t c = FT__COMMAND_INIT;
+  int rc = ft__command_start(argv, envp, with_stderr, timeout_s, &c);
+  if (rc != FT_OK) {
+    *status = 127;
+    return rc;
+  }
+  return ft__command_finish(&c, out, status);
+}
+
 void ft__command_chomp(ft__text_t *t) {
   while (t->len && t->s[t->len - 1] == '\n')
     t->s[--t->len] = '\0';

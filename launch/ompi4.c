@@ -28,6 +28,7 @@
 
 #include "ftrt.h"
 #include "launch/backend.h"
+#include "launch/probe.h"
 
 #define ADD(w, s)                                                              \
   do {                                                                         \
@@ -242,11 +243,6 @@ static int ompi4_probe_cmd(const char *const *probe, int nprobe,
   return FT_OK;
 }
 
-static int is_srun(const char *word) {
-  const char *base = strrchr(word, '/');
-  return strcmp(base ? base + 1 : word, "srun") == 0;
-}
-
 /* host_cmd: the cluster's hosts through its agent (ft-rsh); ssh and rsh
  * hand the line to the remote shell; srun runs words, so a shell is named. */
 static int ompi4_host_cmd(const ft__launch_job_t *j, const char *const *probe,
@@ -258,7 +254,7 @@ static int ompi4_host_cmd(const ft__launch_job_t *j, const char *const *probe,
     return FT_ENOMEM;
   }
   ADD(argv, host);
-  if (!j->cluster && nprobe > 0 && is_srun(probe[0])) {
+  if (!j->cluster && ft__probe_is_srun(probe, nprobe)) {
     ADD(argv, "sh");
     ADD(argv, "-c");
   }

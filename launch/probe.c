@@ -113,30 +113,31 @@ int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
 /* sinfo's %t: a state word, then flags (not responding '*', powered off
  * '~', powering up '#', pending power down '!', powering down '%',
  * maintenance '$', reboot '@' '^', planned '-', '+'). */
-int ft__probe_slurm_state_lost(const char *state) {
+int ft__probe_slurm_state(const char *state) {
   char base[64];
   size_t len = strlen(state);
-  int flag_lost = 0;
+  int silent = 0, off = 0;
   while (len && strchr("*~#!%$@^-+", state[len - 1])) {
-    flag_lost |= state[len - 1] == '*' || state[len - 1] == '~';
+    silent |= state[len - 1] == '*';
+    off |= state[len - 1] == '~';
     len--;
   }
-  if (flag_lost)
-    return 1;
-  if (len >= sizeof(base))
-    return 0;
-  memcpy(base, state, len);
-  base[len] = '\0';
-  static const char *const lost[] = {"down", "drain", "fail"};
-  for (size_t i = 0; i < sizeof(lost) / sizeof(*lost); i++)
-    if (strcmp(base, lost[i]) == 0)
-      return 1;
-  return 0;
+  if (off)
+    return FT__SLURM_LOST;
+  int lost = 0;
+  if (len < sizeof(base)) {
+    memcpy(base, state, len);
+    base[len] = '\0';
+    static const char *const gone[] = {"down", "drain", "fail"};
+    for (size_t i = 0; i < sizeof(gone) / sizeof(*gone); i++)
+      lost |= strcmp(base, gone[i]) == 0;
+  }
+  return lost ? FT__SLURM_LOST : silent ? FT__SLURM_SILENT : FT__SLURM_UP;
 }
 
 int ft__probe_slurm_parse(const char *text, const char *const *hosts, int n,
-                          ft__words_t *bad) {
-  ft__words_t lost = FT__WORDS_INIT;
+                          ft__words_t *bad, ft__words_t *silent) {
+  ft__words_t lost = FT__WORDS_INIT, quiet = FT__WORDS_INIT;
   int rc = FT_OK;
   for (const char *s = text; rc == FT_OK && *s;) {
     size_t len = strcspn(s, "\n");
@@ -148,21 +149,30 @@ int ft__probe_slurm_parse(const char *text, const char *const *hosts, int n,
       line[len] = '\0';
       got = sscanf(line, "%255s %63s", node, state);
     }
-    if (got == 2 && ft__probe_slurm_state_lost(state))
+    int st = got == 2 ? ft__probe_slurm_state(state) : FT__SLURM_UP;
+    if (st == FT__SLURM_LOST || (st == FT__SLURM_SILENT && !silent))
       rc = ft__words_add(&lost, node);
+    else if (st == FT__SLURM_SILENT)
+      rc = ft__words_add(&quiet, node);
     s += len + (s[len] == '\n');
   }
+  /* A node listed twice (two partitions) is lost when either line says
+   * so. */
   for (int i = 0; rc == FT_OK && i < n; i++)
     if (ft__words_find(&lost, hosts[i]) >= 0)
       rc = ft__words_add(bad, hosts[i]);
+    else if (ft__words_find(&quiet, hosts[i]) >= 0)
+      rc = ft__words_add(silent, hosts[i]);
   ft__words_free(&lost);
+  ft__words_free(&quiet);
   return rc;
 }
 
-/* sinfo bounds itself: a controller that does not answer fails it after
- * Slurm's MessageTimeout. */
+/* sinfo, bounded by --timeout (a controller that does not answer fails it
+ * after Slurm's MessageTimeout, 10 s by default, each of its retries
+ * too).  -a: the hidden partitions' nodes as well. */
 int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
-                         ft__words_t *bad) {
+                         ft__words_t *bad, ft__words_t *silent) {
   if (!p->sinfo || n <= 0)
     return p->sinfo ? FT_OK : FT_EIO;
   ft__text_t prog = FT__TEXT_INIT, out = FT__TEXT_INIT, list = FT__TEXT_INIT;
@@ -174,24 +184,48 @@ int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
   if (rc == FT_OK &&
       (ft__words_add(&argv, prog.s) != FT_OK ||
        ft__words_add(&argv, "-h") != FT_OK ||
+       ft__words_add(&argv, "-a") != FT_OK ||
        ft__words_add(&argv, "-N") != FT_OK ||
        ft__words_add(&argv, "-n") != FT_OK ||
        ft__words_add(&argv, list.s) != FT_OK ||
        ft__words_add(&argv, "-o") != FT_OK ||
        ft__words_add(&argv, "%N %t") != FT_OK))
     rc = FT_ENOMEM;
-  int status = 0;
+  int status = 127;
   if (rc == FT_OK)
-    rc = ft__command_output(argv.v, p->envp, 0, &out, &status);
+    rc = ft__command_bounded(argv.v, p->envp, 1, p->timeout_s, &out, &status);
   if (rc == FT_OK && status != 0)
     rc = FT_EIO;
   if (rc == FT_OK)
-    rc = ft__probe_slurm_parse(ft__text_str(&out), hosts, n, bad);
+    rc = ft__probe_slurm_parse(ft__text_str(&out), hosts, n, bad, silent);
+  if (rc == FT_EIO && p->sinfo_failed && !*p->sinfo_failed) {
+    /* Once: without a view every host is probed (the watchdog: none is
+     * judged) until sinfo answers again. */
+    *p->sinfo_failed = 1;
+    ft__command_chomp(&out);
+    const char *said = ft__text_str(&out);
+    size_t len = strcspn(said, "\n");
+    ft__proc_say("warning: cannot ask Slurm for its view of the job's nodes "
+                 "(sinfo %s%d%s%.*s): %s",
+                 status == 124 || status == 137 ? "timed out, status "
+                                                : "exit ",
+                 status, len ? ": " : "", (int)(len > 200 ? 200 : len), said,
+                 p->view_only ? "no host is judged lost by it until it "
+                                "answers"
+                              : "the hosts are probed instead");
+  }
   ft__words_free(&argv);
   ft__text_free(&list);
   ft__text_free(&out);
   ft__text_free(&prog);
   return rc;
+}
+
+int ft__probe_is_srun(const char *const *words, int n) {
+  if (n <= 0 || !words[0])
+    return 0;
+  const char *base = strrchr(words[0], '/');
+  return strcmp(base ? base + 1 : words[0], "srun") == 0;
 }
 
 /* ---- a hostfile's or Slurm's hosts: the probe ---- */
@@ -265,17 +299,23 @@ int ft__probe_unreachable(const ft__probe_t *p, const char *const *hosts, int n,
   this_names_t t;
   this_names(&t);
   /* Slurm's view first: its lost hosts get no job step (here, as probed
-   * and failed).  Without a view (no sinfo, a controller that did not
+   * and failed); one it has not heard from for a ping or so (not
+   * responding, not down yet) is probed to be sure, but with view_only,
+   * where none is.  Without a view (no sinfo, a controller that did not
    * answer) every host is probed; with view_only, none is. */
-  ft__words_t view = FT__WORDS_INIT;
+  ft__words_t view = FT__WORDS_INIT, silent = FT__WORDS_INIT;
   int rc = FT_OK;
-  if (p->sinfo && ft__probe_slurm_down(p, hosts, n, &view) == FT_ENOMEM)
+  if (p->sinfo && ft__probe_slurm_down(p, hosts, n, &view,
+                                       p->view_only ? NULL : &silent) ==
+                      FT_ENOMEM)
     rc = FT_ENOMEM;
+  ft__words_free(&silent); /* probed as the others */
   for (int i = 0; i < n; i++)
     o[i].pid = -1;
   for (int i = 0; rc == FT_OK && i < n; i++) {
-    if (ft__words_find(&view, hosts[i]) >= 0 || (p->sinfo && p->view_only))
-      o[i].here = 1, o[i].status = ft__words_find(&view, hosts[i]) >= 0;
+    int lost = ft__words_find(&view, hosts[i]) >= 0;
+    if (lost || (p->sinfo && p->view_only))
+      o[i].here = 1, o[i].status = lost;
     else
       rc = prepare(p, &t, hosts[i], &o[i]);
   }

@@ -10,8 +10,9 @@
  * goes nowhere; their input is /dev/null.  Each host's tries are a child
  * process of the caller's, waited for by its pid (launch/proc.h).  In a
  * Slurm allocation Slurm is asked first (sinfo, one call for all hosts):
- * what it reports down or not responding is lost without a job step, and
- * only the others are probed.
+ * what it reports down, drained, failed or powered off is lost without a
+ * job step, and only the others are probed (a node it reports not
+ * responding but not yet down too: one missed ping is no loss).
  */
 #ifndef FT_LAUNCH_PROBE_H
 #define FT_LAUNCH_PROBE_H
@@ -48,6 +49,9 @@ typedef struct ft__probe {
   /* With sinfo: Slurm's view alone, no probe at all (the watchdog's rounds
    * start no job steps). */
   int view_only;
+  /* Where a failing sinfo has been said (0, then 1 once said), or NULL:
+   * not said. */
+  int *sinfo_failed;
 } ft__probe_t;
 
 /* Those of hosts[0..n) that are lost, in their order, appended to bad;
@@ -67,20 +71,28 @@ int ft__probe_words(const ft__probe_t *p, int tries, ft__text_t *out);
  * FT_ENOMEM, FT_EIO (the program could not be run). */
 int ft__probe_cluster_ping(const ft__probe_t *p, const char *const *hosts,
                            int n, int wait, ft__words_t *bad);
-/* 1 when a node in the compact state sinfo's %t prints ("idle", "alloc",
- * "down*", "drain", "fail", ...) cannot run a step of the job: down,
- * drained, failed, powered off ('~'), or not responding ('*'). */
-int ft__probe_slurm_state_lost(const char *state);
+/* What the compact state sinfo's %t prints ("idle", "alloc", "down*",
+ * "drain", "fail", "mix*", ...) says of a node: LOST, it cannot run a step
+ * of the job (down, drained, failed, powered off '~'); SILENT, Slurm has
+ * missed its answers (not responding '*') but has not set it down yet,
+ * which one missed ping of a healthy node also does; UP otherwise. */
+enum { FT__SLURM_UP = 0, FT__SLURM_LOST, FT__SLURM_SILENT };
+int ft__probe_slurm_state(const char *state);
 /* Those of hosts[0..n) that the lines "NODE STATE" of text (sinfo -h -N
- * -o '%N %t') give a lost state, in their order, appended to bad; a host
- * it does not list is not Slurm's to judge. */
+ * -o '%N %t') give a LOST state, in their order, appended to bad, the
+ * SILENT ones to silent (NULL: to bad as well); a host it does not list is
+ * not Slurm's to judge. */
 int ft__probe_slurm_parse(const char *text, const char *const *hosts, int n,
-                          ft__words_t *bad);
-/* Slurm's view of hosts[0..n): "SINFO -h -N -n H1,H2,... -o '%N %t'", its
- * lost ones appended to bad.  FT_OK, FT_ENOMEM, FT_EIO (no p->sinfo, or it
- * could not be run, or it failed: no view, bad unchanged). */
+                          ft__words_t *bad, ft__words_t *silent);
+/* Slurm's view of hosts[0..n): "SINFO -h -a -N -n H1,H2,... -o '%N %t'"
+ * bounded by timeout_s, parsed as ft__probe_slurm_parse.  FT_OK,
+ * FT_ENOMEM, FT_EIO (no p->sinfo, or it could not be run, or it failed or
+ * timed out: no view, bad and silent unchanged; said once on standard
+ * error where sinfo_failed is given). */
 int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
-                         ft__words_t *bad);
+                         ft__words_t *bad, ft__words_t *silent);
+/* 1 when the probe's words run Slurm's srun (each try a job step). */
+int ft__probe_is_srun(const char *const *words, int n);
 /* 1 when host is this host (nothing to probe). */
 int ft__probe_is_this_host(const char *host);
 

@@ -209,7 +209,6 @@ static int one_try(const char *path, char *const *argv, char *const *envp,
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    null_stdio();
     if (path)
       execve(path, argv, envp);
     _exit(path && errno != ENOENT ? 126 : 127);
@@ -252,16 +251,24 @@ static int one_try(const char *path, char *const *argv, char *const *envp,
   return ft__proc_status(st);
 }
 
-pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
-                      double timeout_s, int tries) {
+pid_t ft__proc_bounded_to(const char *path, char *const *argv,
+                         char *const *envp, double timeout_s, int tries,
+                         int out_fd, int with_stderr) {
   sigset_t set;
   bounded_set(&set);
   pid_t pid = ft__proc_fork();
   if (pid != 0)
     return pid < 0 ? -1 : pid;
   sigprocmask(SIG_SETMASK, &set, NULL);
-  close_all_but(-1);
-  null_stdio();
+  close_all_but(out_fd);
+  null_stdio(); /* the tries' too: they inherit it */
+  if (out_fd >= 0) {
+    dup2(out_fd, 1);
+    if (with_stderr)
+      dup2(out_fd, 2);
+    if (out_fd > 2)
+      close(out_fd);
+  }
   uint64_t bound_ns = timeout_s > 0 ? (uint64_t)(timeout_s * 1e9) : 0;
   int rc = 1, passed = 0;
   uint64_t pause_ns = 1000000000u;
@@ -282,6 +289,11 @@ pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
     pause_ns *= 2;
   }
   _exit(rc);
+}
+
+pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
+                      double timeout_s, int tries) {
+  return ft__proc_bounded_to(path, argv, envp, timeout_s, tries, -1, 0);
 }
 
 int ft__proc_wait(pid_t pid) {

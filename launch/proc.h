@@ -57,6 +57,12 @@ void ft__proc_child_init(int keep);
  * that the group's end is its end.  Its pid, or -1 when fork failed. */
 pid_t ft__proc_bounded(const char *path, char *const *argv, char *const *envp,
                       double timeout_s, int tries);
+/* As ft__proc_bounded, its standard output out_fd instead (-1: /dev/null),
+ * and its standard error too with with_stderr; out_fd is the only
+ * descriptor from 3 on it keeps, closed once it is the output. */
+pid_t ft__proc_bounded_to(const char *path, char *const *argv,
+                         char *const *envp, double timeout_s, int tries,
+                         int out_fd, int with_stderr);
 
 /* A wait status as bash's $? has it: the exit code, 128 + the signal that
  * ended it (1 for anything else). */

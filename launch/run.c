@@ -67,6 +67,7 @@ typedef struct drv {
   ft__words_t r_hosts, r_pool;
   int r_ordered, r_rebuild;
   ft__probe_t probe;
+  int sinfo_failed; /* a failing sinfo was said */
   ft__spares_t spares;
   ft__launch_job_t spare_job; /* what the spares' host commands reach */
   ft__stamps_t ts;            /* TS: the recovery under way */
@@ -677,11 +678,14 @@ static int slurm_named(drv_t *d, const ft__launch_action_t *a,
                        ft__words_t *lost) {
   if (!d->probe.sinfo || d->status == 0 || a->nhosts <= 0)
     return 0;
-  ft__words_t down = FT__WORDS_INIT;
+  /* Only what Slurm has set down: one it merely has not heard from for a
+   * ping or so may be a healthy host (the probe asks it). */
+  ft__words_t down = FT__WORDS_INIT, silent = FT__WORDS_INIT;
   d->probe.envp = d->c->env->kv.v;
-  int named = ft__probe_slurm_down(&d->probe, a->hosts, a->nhosts, &down) ==
-                  FT_OK &&
+  int named = ft__probe_slurm_down(&d->probe, a->hosts, a->nhosts, &down,
+                                   &silent) == FT_OK &&
               down.n > 0;
+  ft__words_free(&silent);
   if (named) {
     ft__words_free(lost);
     *lost = down;
@@ -734,12 +738,9 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
   /* The watchdog: in a Slurm allocation it asks Slurm's view alone (a job
    * step a round would be one more job step); with srun as the probe and
    * no view, there is none. */
-  if (a->nhosts > 0 && (d->probe.cluster || d->probe.sinfo ||
-                        d->probe.nwords == 0 ||
-                        strcmp(strrchr(d->probe.words[0], '/')
-                                   ? strrchr(d->probe.words[0], '/') + 1
-                                   : d->probe.words[0],
-                               "srun") != 0)) {
+  if (a->nhosts > 0 &&
+      (d->probe.cluster || d->probe.sinfo ||
+       !ft__probe_is_srun(d->probe.words, d->probe.nwords))) {
     int v[2];
     d->probe.envp = d->c->env->kv.v;
     if (pipe2(v, O_CLOEXEC) == 0) {
@@ -994,14 +995,14 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
   return ft__launch_init(&d->m, &cfg);
 }
 
-/* The node number of host's store of the job (ft-status through the
- * backend's host command), -1 when it has none or cannot be asked. */
-static int store_number(drv_t *d, const char *status_cmd, const char *host,
-                        int *of) {
+/* Ask host for its store of the job: ft-status through the backend's host
+ * command, bounded by --timeout, started into *c (not started: c->pid 0,
+ * no store). */
+static void store_ask(drv_t *d, const char *status_cmd, const char *host,
+                      ft__command_t *c) {
   const ft__launch_args_t *a = d->c->args;
-  ft__text_t line = FT__TEXT_INIT, out = FT__TEXT_INIT, prog = FT__TEXT_INIT;
+  ft__text_t line = FT__TEXT_INIT, prog = FT__TEXT_INIT;
   ft__words_t argv = FT__WORDS_INIT;
-  int node = -1, status = 0;
   const char *store = ft__env_str(d->c->env, "FT_STORE_ROOT");
   if (ft__quote_word(&line, status_cmd) == FT_OK &&
       ft__text_add(&line, " --job ") == FT_OK &&
@@ -1015,17 +1016,23 @@ static int store_number(drv_t *d, const char *status_cmd, const char *host,
     argv.v[0] = prog.s;
     /* its stderr too: a node without a store says so, and that is no
      * news to the user */
-    if (ft__command_output(argv.v, d->c->env->kv.v, 1, &out, &status) ==
-            FT_OK &&
-        !ft__resume_parse(ft__text_str(&out), &node, of))
-      node = -1;
+    ft__command_start(argv.v, d->c->env->kv.v, 1, d->probe.timeout_s, c);
     argv.v[0] = was;
   }
   ft__words_free(&argv);
   ft__text_free(&prog);
-  ft__text_free(&out);
   ft__text_free(&line);
-  return node;
+}
+
+/* The store store_ask asked for into *st (node -1 when there is none or
+ * it could not be asked). */
+static void store_number(ft__command_t *c, ft__resume_store_t *st) {
+  ft__text_t out = FT__TEXT_INIT;
+  int status = 0;
+  *st = (ft__resume_store_t){.node = -1};
+  if (ft__command_finish(c, &out, &status) == FT_OK && status == 0)
+    ft__resume_parse(ft__text_str(&out), st);
+  ft__text_free(&out);
 }
 
 /* A requeued run of a Slurm batch job (SLURM_RESTART_COUNT above 0): the
@@ -1039,29 +1046,44 @@ static void requeued_order(drv_t *d) {
     return;
   int n = p->hosts.n + p->pool.n;
   const char **nodes = ft__calloc((size_t)n, sizeof(*nodes));
-  int *store = ft__calloc((size_t)n, sizeof(int));
-  int *of = ft__calloc((size_t)n, sizeof(int));
+  ft__resume_store_t *store = ft__calloc((size_t)n, sizeof(*store));
   int *order = ft__calloc((size_t)n, sizeof(int));
+  ft__command_t *ask = ft__calloc((size_t)n, sizeof(*ask));
   char status_cmd[4096];
   find_program(d, "FT_STATUS", "ft-status", status_cmd, sizeof(status_cmd));
-  int ok = nodes && store && of && order;
+  int ok = nodes && store && order && ask;
+  /* Every node asked at once, each bounded by --timeout. */
+  d->probe.envp = d->c->env->kv.v;
   for (int i = 0; ok && i < n; i++) {
     nodes[i] = i < p->hosts.n ? p->hosts.v[i] : p->pool.v[i - p->hosts.n];
-    of[i] = 0;
-    store[i] = store_number(d, status_cmd, nodes[i], &of[i]);
+    ask[i] = (ft__command_t)FT__COMMAND_INIT;
+    store_ask(d, status_cmd, nodes[i], &ask[i]);
   }
-  int rebuild = 0;
-  if (ok && ft__resume_order(store, of, n, p->hosts.n, order, &rebuild)) {
+  for (int i = 0; ok && i < n; i++)
+    store_number(&ask[i], &store[i]);
+  int rebuild = 0, job = ok ? ft__resume_order(store, n, p->hosts.n, order,
+                                               &rebuild)
+                            : 0;
+  if (job > 0) {
     ft__text_t t = FT__TEXT_INIT;
     int rc = ft__text_addf(&t, "run %s of Slurm job %s (requeued): the job's "
                                "stores put its nodes in order:",
                            count, ft__env_str(d->c->env, "SLURM_JOB_ID"));
     for (int k = 0; rc == FT_OK && k < n; k++) {
-      rc = ft__words_add(k < p->hosts.n ? &d->r_hosts : &d->r_pool,
-                         nodes[order[k]]);
-      if (rc == FT_OK && k < p->hosts.n)
+      rc = ft__words_add(k < job ? &d->r_hosts : &d->r_pool, nodes[order[k]]);
+      if (rc == FT_OK && k < job)
         rc = ft__text_addf(&t, " %s", nodes[order[k]]);
     }
+    if (rc == FT_OK && job < p->hosts.n)
+      rc = ft__text_addf(&t, "; the job had shrunk to %d node(s) before it "
+                             "was requeued: it resumes on them, the rest "
+                             "stay spares",
+                         job);
+    for (int i = 0; rc == FT_OK && i < n; i++)
+      if (store[i].stale)
+        rc = ft__text_addf(&t, "; %s's store is of an older layout (stale): "
+                               "not used",
+                           nodes[i]);
     if (rc == FT_OK && rebuild)
       rc = ft__text_add(&t, "; ft-restore rebuilds the node(s) without a "
                             "store first, or hands over to the disk tier");
@@ -1071,9 +1093,9 @@ static void requeued_order(drv_t *d) {
     }
     ft__text_free(&t);
   }
+  ft__free(ask);
   ft__free(nodes);
   ft__free(store);
-  ft__free(of);
   ft__free(order);
 }
 
@@ -1129,6 +1151,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
                           .stop_arg = &d};
   if (d.probe.tries < 1)
     d.probe.tries = 1;
+  d.probe.sinfo_failed = &d.sinfo_failed;
   /* In a Slurm allocation, Slurm's view where it has one (sinfo). */
   ft__text_t sinfo_path = FT__TEXT_INIT;
   if (*a->slurm && !*a->cluster &&

@@ -344,9 +344,8 @@ static void watchdog(const ft__watchdog_t *w) {
   own.wake_fd = -1;
   /* With Slurm's srun as the probe, Slurm's view alone: no job steps; a
    * user's probe (ssh) still runs. */
-  const char *w0 = own.nwords > 0 ? own.words[0] : "";
-  const char *base = strrchr(w0, '/') ? strrchr(w0, '/') + 1 : w0;
-  own.view_only = own.sinfo != NULL && strcmp(base, "srun") == 0;
+  own.view_only =
+      own.sinfo != NULL && ft__probe_is_srun(own.words, own.nwords);
   const ft__probe_t *p = &own;
   size_t n = w->nhosts > 0 ? (size_t)w->nhosts : 0;
   wd_t d = {.w = w,

@@ -19,6 +19,7 @@
 
 #include "ftrt.h"
 #include "launch/probe.h"
+#include "launch/proc.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/procs.h"
 #include "tests/unit/tmpdir.h"
@@ -212,33 +213,45 @@ END_TEST
 /* ---- Slurm's view ---- */
 
 START_TEST(slurm_states) {
-  static const char *const lost[] = {"down", "down*", "alloc*", "idle*",
-                                     "drain", "fail", "idle~", "mix*",
-                                     "unk*", "down$", "down@", "drain$",
-                                     "down#", "idle*$", "fail-"};
+  static const char *const lost[] = {"down", "down*", "drain", "fail",
+                                     "idle~", "down$", "down@", "drain$",
+                                     "down#", "fail-", "alloc*~", "drain*"};
+  static const char *const silent[] = {"alloc*", "idle*", "mix*", "unk*",
+                                       "idle*$", "comp*", "mix*@"};
   static const char *const fine[] = {"idle", "alloc", "mix", "comp",
                                      "drng", "failg", "resv", "",
                                      "idle$", "alloc@", "mix-", "idle#"};
   for (size_t i = 0; i < sizeof(lost) / sizeof(*lost); i++)
-    ck_assert_msg(ft__probe_slurm_state_lost(lost[i]), "%s", lost[i]);
+    ck_assert_msg(ft__probe_slurm_state(lost[i]) == FT__SLURM_LOST, "%s",
+                  lost[i]);
+  for (size_t i = 0; i < sizeof(silent) / sizeof(*silent); i++)
+    ck_assert_msg(ft__probe_slurm_state(silent[i]) == FT__SLURM_SILENT, "%s",
+                  silent[i]);
   for (size_t i = 0; i < sizeof(fine) / sizeof(*fine); i++)
-    ck_assert_msg(!ft__probe_slurm_state_lost(fine[i]), "%s", fine[i]);
+    ck_assert_msg(ft__probe_slurm_state(fine[i]) == FT__SLURM_UP, "%s",
+                  fine[i]);
 }
 END_TEST
 
 START_TEST(slurm_parse) {
   /* in the order of hosts; a node listed twice (two partitions) or not
-   * at all, a line without a state */
-  static const char *const hosts[] = {"h1", "h2", "h3", "h4", "s1"};
-  ft__words_t bad = FT__WORDS_INIT;
-  ck_assert_int_eq(ft__probe_slurm_parse("h4 down*\nh1 alloc\nh2 alloc*\n"
-                                         "h2 alloc*\nh3\nzz down\ns1 idle",
-                                         hosts, 5, &bad),
+   * at all, a line without a state; not responding apart, or with the
+   * lost */
+  static const char *const hosts[] = {"h1", "h2", "h3", "h4", "s1", "s2"};
+  static const char *const text = "h4 down*\nh1 alloc\nh2 alloc*\nh2 alloc*\n"
+                                  "h3\nzz down\ns1 idle\ns2 mix*\ns2 drain*";
+  ft__words_t bad = FT__WORDS_INIT, silent = FT__WORDS_INIT;
+  ck_assert_int_eq(ft__probe_slurm_parse(text, hosts, 6, &bad, &silent),
                    FT_OK);
-  procs_words_are(&bad, "h2 h4");
+  procs_words_are(&bad, "h4 s2");
+  procs_words_are(&silent, "h2");
   ft__words_free(&bad);
-  ck_assert_int_eq(ft__probe_slurm_parse("", hosts, 5, &bad), FT_OK);
+  ck_assert_int_eq(ft__probe_slurm_parse(text, hosts, 6, &bad, NULL), FT_OK);
+  procs_words_are(&bad, "h2 h4 s2");
+  ft__words_free(&bad);
+  ck_assert_int_eq(ft__probe_slurm_parse("", hosts, 5, &bad, NULL), FT_OK);
   ck_assert_int_eq(bad.n, 0);
+  ft__words_free(&silent);
 }
 END_TEST
 
@@ -250,44 +263,92 @@ static void tried_once(const char *tries) {
                 "tries: %s", tries);
 }
 
+/* The fake sinfo of the Slurm tests: code as its body, in the test's bin;
+ * envp[0] its PATH. */
+static char sinfo_path[400], sinfo_env[500];
+static void fake_sinfo(const char *body) {
+  char bin[256];
+  path_of(bin, sizeof(bin), "bin");
+  mkdir(bin, 0700);
+  snprintf(sinfo_path, sizeof(sinfo_path), "%s/sinfo", bin);
+  snprintf(sinfo_env, sizeof(sinfo_env), "PATH=%s:/usr/bin:/bin", bin);
+  FILE *f = fopen(sinfo_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "#!/bin/sh\n%s\n", body);
+  fclose(f);
+  ck_assert_int_eq(chmod(sinfo_path, 0700), 0);
+}
+
 /* A fake sinfo in PATH: its lines, as the probe's view, come before the
  * probe (which fails every host but up*): a host sinfo says is down gets
- * no probe; with view_only none does. */
+ * no probe, one not responding is probed; with view_only none is, and
+ * not responding is lost. */
 START_TEST(slurm_view_first) {
-  char bin[256], sinfo[300], args[300];
-  path_of(bin, sizeof(bin), "bin");
-  ck_assert_int_eq(mkdir(bin, 0700), 0);
-  snprintf(sinfo, sizeof(sinfo), "%s/sinfo", bin);
+  char args[300], body[600];
   path_of(args, sizeof(args), "sinfo.args");
-  FILE *f = fopen(sinfo, "w");
-  ck_assert_ptr_nonnull(f);
-  fprintf(f, "#!/bin/sh\necho \"$*\" >%s\nprintf 'up2 down*\\nup1 idle\\n'\n",
-          args);
-  fclose(f);
-  ck_assert_int_eq(chmod(sinfo, 0700), 0);
+  snprintf(body, sizeof(body),
+           "echo \"$*\" >%s\nprintf 'up2 down*\\nup1 idle\\nup3 mix*\\n'",
+           args);
+  fake_sinfo(body);
   ft__probe_t p = probe_of(1, "5");
-  char path[400];
-  snprintf(path, sizeof(path), "PATH=%s:/usr/bin:/bin", bin);
-  char *envp[] = {path, NULL};
+  char *envp[] = {sinfo_env, NULL};
   p.envp = envp;
   p.sinfo = "sinfo";
   static const char *const hosts[] = {"up1", "up2", "down3"};
   lost_are(&p, hosts, 3, 0, "up2 down3");
-  ck_assert_str_eq(procs_slurp(args), "-h -N -n up1,up2,down3 -o %N %t\n");
+  ck_assert_str_eq(procs_slurp(args), "-h -a -N -n up1,up2,down3 -o %N %t\n");
   tried_once(procs_slurp(tries_file));
+  /* up3: one missed ping, and it answers the probe */
+  static const char *const more[] = {"up1", "up3", "up2"};
+  lost_are(&p, more, 3, 0, "up2");
+  ck_assert_int_eq(procs_count(tries_file, "up3"), 1);
   p.view_only = 1;
   lost_are(&p, hosts, 3, 0, "up2");
-  tried_once(procs_slurp(tries_file));
+  lost_are(&p, more, 3, 0, "up3 up2");
+  ck_assert_int_eq(procs_count(tries_file, "up3"), 1);
   ft__text_t t = FT__TEXT_INIT;
   ck_assert_int_eq(ft__probe_words(&p, 0, &t), FT_OK);
   ck_assert_str_eq(ft__text_str(&t), "Slurm reports it down or not responding");
   ft__text_free(&t);
-  /* an sinfo that fails is no view: every host probed */
-  f = fopen(sinfo, "w");
-  fprintf(f, "#!/bin/sh\nexit 1\n");
-  fclose(f);
-  p.view_only = 0;
+}
+END_TEST
+
+/* An sinfo that fails or hangs is no view: every host probed, and it is
+ * said once where sinfo_failed is given; a hanging one is ended at the
+ * timeout. */
+START_TEST(slurm_view_failing) {
+  fake_sinfo("echo 'sinfo: error: Unable to contact slurm controller' >&2\n"
+             "exit 1");
+  ft__probe_t p = probe_of(1, "2");
+  char *envp[] = {sinfo_env, NULL};
+  p.envp = envp;
+  p.sinfo = "sinfo";
+  int said = 0;
+  p.sinfo_failed = &said;
+  static const char *const hosts[] = {"up1", "up2", "down3"};
+  char err[300];
+  path_of(err, sizeof(err), "stderr");
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *e = freopen(err, "w", stderr);
+  ck_assert_ptr_nonnull(e);
   lost_are(&p, hosts, 3, 0, "down3");
+  lost_are(&p, hosts, 3, 0, "down3");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  ck_assert_int_eq(said, 1);
+  ck_assert_str_eq(procs_slurp(err),
+                   "ft-launch: warning: cannot ask Slurm for its view of the "
+                   "job's nodes (sinfo exit 1: sinfo: error: Unable to contact "
+                   "slurm controller): the hosts are probed instead\n");
+  ft__words_t bad = FT__WORDS_INIT;
+  fake_sinfo("exec sleep 30");
+  uint64_t t0 = ft__proc_now_ms();
+  ck_assert_int_eq(ft__probe_slurm_down(&p, hosts, 3, &bad, NULL), FT_EIO);
+  ck_assert_uint_lt(ft__proc_now_ms() - t0, 20000);
+  ck_assert_int_eq(bad.n, 0);
+  ft__words_free(&bad);
 }
 END_TEST
 
@@ -327,6 +388,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, this_host_not_asked);
   tcase_add_test(tc, probe_not_started);
   tcase_add_test(tc, slurm_view_first);
+  tcase_add_test(tc, slurm_view_failing);
   tc = tmpdir_tcase(s, "cluster", 60);
   tcase_add_test(tc, cluster_ping);
   tc = tcase_create("messages");

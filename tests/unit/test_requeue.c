@@ -177,26 +177,42 @@ END_TEST
 /* ---- the order of the stores ---- */
 
 START_TEST(parse) {
-  int node = -9, of = -9;
+  ft__resume_store_t st = {.node = -9, .of = -9};
   ck_assert(ft__resume_parse("job RQ on h4, store /dev/shm/ftrt/RQ\n"
-                             "layout epoch 1: node 3 of 4, group 0 position "
+                             "layout epoch 7: node 3 of 4, group 0 position "
                              "3, k=3 m=1, 1 trainer(s)\nslot ...\n",
-                             &node, &of));
-  ck_assert_int_eq(node, 3);
-  ck_assert_int_eq(of, 4);
-  ck_assert(!ft__resume_parse("ft-status: no store for job 'RQ'\n", &node,
-                              &of));
-  ck_assert(!ft__resume_parse("layout epoch 1: node 4 of 4,\n", &node, &of));
-  ck_assert(!ft__resume_parse("layout epoch 1: node -1 of 4,\n", &node, &of));
-  ck_assert(!ft__resume_parse("", &node, &of));
-  ck_assert(!ft__resume_parse(NULL, &node, &of));
+                             &st));
+  ck_assert_int_eq(st.node, 3);
+  ck_assert_int_eq(st.of, 4);
+  ck_assert_uint_eq(st.epoch, 7);
+  ck_assert(!ft__resume_parse("ft-status: no store for job 'RQ'\n", &st));
+  ck_assert(!ft__resume_parse("layout epoch 1: node 4 of 4,\n", &st));
+  ck_assert(!ft__resume_parse("layout epoch 1: node -1 of 4,\n", &st));
+  ck_assert(!ft__resume_parse("", &st));
+  ck_assert(!ft__resume_parse(NULL, &st));
+  ck_assert_int_eq(st.node, 3);
 }
 END_TEST
 
-static void order_is(const int *store, const int *of, int n, int want,
-                     const char *expect, int rebuild) {
+/* "N E N E ...": node N (-1: none) of of[i] at epoch E, for n nodes. */
+static ft__resume_store_t ST[16];
+static ft__resume_store_t *stores(const char *spec, const int *of, int n) {
+  const char *s = spec;
+  for (int i = 0; i < n; i++) {
+    int node, used;
+    unsigned epoch;
+    ck_assert_int_eq(sscanf(s, "%d %u%n", &node, &epoch, &used), 2);
+    s += used;
+    ST[i] = (ft__resume_store_t){.node = node, .of = of[i], .epoch = epoch};
+  }
+  return ST;
+}
+
+static void order_is(const char *spec, const int *of, int n, int want,
+                     int job, const char *expect, int rebuild) {
   int order[16], r = -1;
-  ck_assert_int_eq(ft__resume_order(store, of, n, want, order, &r), 1);
+  ck_assert_int_eq(ft__resume_order(stores(spec, of, n), n, want, order, &r),
+                   job);
   char got[64] = "";
   for (int i = 0; i < n; i++)
     snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%d",
@@ -207,25 +223,51 @@ static void order_is(const int *store, const int *of, int n, int want,
 
 START_TEST(order) {
   /* the allocation h1 h2 h4 s1 after h3 (node 2) was lost: s1 takes 2 */
-  order_is((int[]){0, 1, 3, -1}, (int[]){4, 4, 4, 0}, 4, 4, "0 1 3 2", 1);
+  order_is("0 1  1 1  3 1  -1 0", (int[]){4, 4, 4, 0}, 4, 4, 4, "0 1 3 2",
+           1);
   /* every store there, listed out of order, a spare left over */
-  order_is((int[]){2, -1, 0, 1}, (int[]){3, 0, 3, 3}, 4, 3, "2 3 0 1", 0);
+  order_is("2 1  -1 0  0 1  1 1", (int[]){3, 0, 3, 3}, 4, 3, 3, "2 3 0 1",
+           0);
   /* two lost: the new nodes in the allocation's order */
-  order_is((int[]){0, -1, -1, 3, -1}, (int[]){4, 0, 0, 4, 0}, 5, 4,
+  order_is("0 1  -1 0  -1 0  3 1  -1 0", (int[]){4, 0, 0, 4, 0}, 5, 4, 4,
            "0 1 2 3 4", 1);
-  order_is((int[]){3, -1, -1, 0, -1}, (int[]){4, 0, 0, 4, 0}, 5, 4,
+  order_is("3 1  -1 0  -1 0  0 1  -1 0", (int[]){4, 0, 0, 4, 0}, 5, 4, 4,
            "3 1 2 0 4", 1);
+}
+END_TEST
+
+START_TEST(order_epochs) {
+  /* node 1 was replaced by s1 at epoch 2, and the old h2 came back into
+   * the allocation with its epoch-1 store of node 1: stale, a spare */
+  order_is("0 2  1 1  2 2  1 2", (int[]){3, 3, 3, 3}, 4, 3, 3, "0 3 2 1", 0);
+  ck_assert(ST[1].stale && ST[1].node == -1 && !ST[0].stale);
+  /* the job shrank to 3 of 4 nodes at epoch 5; a stale store of the old
+   * layout's node 3 is no number of the new one */
+  order_is("0 5  3 4  1 5  2 5  -1 0", (int[]){3, 4, 3, 3, 0}, 5, 4, 3,
+           "0 2 3 1 4", 0);
+  ck_assert(ST[1].stale);
+  /* shrunk, and one of its nodes lost since: rebuilt on a new node */
+  order_is("-1 0  0 5  2 5  -1 0  -1 0", (int[]){0, 3, 3, 0, 0}, 5, 4, 3,
+           "1 0 2 3 4", 1);
 }
 END_TEST
 
 START_TEST(order_refused) {
   /* nothing to order, or stores that do not fit: left to ft_init */
   int order[8], r;
-  ck_assert(!ft__resume_order((int[]){-1, -1}, (int[]){0, 0}, 2, 2, order, &r));
-  ck_assert(!ft__resume_order((int[]){0, 1}, (int[]){3, 3}, 2, 2, order, &r));
-  ck_assert(!ft__resume_order((int[]){0, 0}, (int[]){2, 2}, 2, 2, order, &r));
-  ck_assert(!ft__resume_order((int[]){0, 1}, (int[]){4, 4}, 2, 4, order, &r));
-  ck_assert(!ft__resume_order((int[]){0}, (int[]){1}, 1, 0, order, &r));
+  ck_assert(!ft__resume_order(stores("-1 0 -1 0", (int[]){0, 0}, 2), 2, 2,
+                              order, &r));
+  /* stores of more nodes than the job has */
+  ck_assert(!ft__resume_order(stores("0 1 1 1", (int[]){3, 3}, 2), 2, 2,
+                              order, &r));
+  ck_assert(!ft__resume_order(stores("0 1 0 1", (int[]){2, 2}, 2), 2, 2,
+                              order, &r));
+  ck_assert(!ft__resume_order(stores("0 1 1 1", (int[]){4, 4}, 2), 2, 4,
+                              order, &r));
+  ck_assert(!ft__resume_order(stores("0 1", (int[]){1}, 1), 1, 0, order, &r));
+  /* the same epoch, two counts */
+  ck_assert(!ft__resume_order(stores("0 3 1 3", (int[]){2, 3}, 2), 2, 3,
+                              order, &r));
 }
 END_TEST
 
@@ -236,6 +278,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, asked);
   tcase_add_test(tc, parse);
   tcase_add_test(tc, order);
+  tcase_add_test(tc, order_epochs);
   tcase_add_test(tc, order_refused);
   suite_add_tcase(s, tc);
   tc = tmpdir_tcase(s, "scontrol", 60);
