@@ -9,6 +9,8 @@
  */
 #include "launch/args.h"
 
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "launch/backend.h"
 #include "launch/quote.h"
 
 const char ft__launch_usage[] =
@@ -38,6 +41,8 @@ const char ft__launch_usage[] =
     "  --timeout SEC     failure-detection timeout, FT_TIMEOUT (default 60)\n"
     "  --probe CMD       (hostfile, Slurm) \"CMD HOST true\" tells a live "
     "host\n"
+    "  --launcher NAME   the MPI's launcher: ompi4 or mpich,\n"
+    "                    FT_LAUNCHER (default: the MPI ftrt was built with)\n"
     "  --mpirun-arg ARG  one more argument for mpirun (repeatable)\n"
     "  --one-per-node    one rank a node and no SMP (ft-restore, ft-bench)\n"
     "  --restore-job     run ft-restore as a job of its own before a "
@@ -106,7 +111,8 @@ static const char **value_of(ft__launch_args_t *a, const char *o) {
               {"--probe", offsetof(ft__launch_args_t, probe)},
               {"--persist", offsetof(ft__launch_args_t, persist)},
               {"--times", offsetof(ft__launch_args_t, times)},
-              {"--log", offsetof(ft__launch_args_t, log)}};
+              {"--log", offsetof(ft__launch_args_t, log)},
+              {"--launcher", offsetof(ft__launch_args_t, launcher)}};
   for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++)
     if (strcmp(o, opts[i].name) == 0)
       return (const char **)(void *)((char *)a + opts[i].off);
@@ -143,7 +149,7 @@ static int dashdash_from(const ft__words_t *w, int from) {
  * empty word is none. */
 static const char LAUNCH_OPTS[] =
     " --nodes --ppn --cluster --hostfile --spares --restarts --job --ec "
-    "--timeout --probe --mpirun-arg --one-per-node --restore-job "
+    "--timeout --probe --launcher --mpirun-arg --one-per-node --restore-job "
     "--cold-spares --fresh --persist --times --log --verbose --dry-run "
     "--help ";
 
@@ -187,6 +193,7 @@ static void defaults(ft__launch_args_t *a) {
   memset(a, 0, sizeof(*a));
   a->nodes = a->hostfile = a->cluster = a->spares = a->job = a->ec = "";
   a->timeout = a->probe = a->persist = a->times = a->log = "";
+  a->launcher = a->mpirun = "";
   a->slurm = a->probe_tries = a->ec_name = a->cluster_from = "";
   a->ppn = "1";
   a->restarts = "0";
@@ -429,11 +436,29 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
   if (!*a->hostfile && !*a->cluster)
     a->slurm = env_or(a, env, "SLURM_JOB_NODELIST", "");
   a->probe_tries = env_or(a, env, "FT_PROBE_TRIES", "3");
-  if (!a->slurm || !a->probe_tries)
+  if (!*a->launcher)
+    a->launcher = env_or(a, env, "FT_LAUNCHER", FT_MPI_BACKEND);
+  /* The configured program is the configured backend's. */
+  a->mpirun = env_or(a, env, "FT_MPIRUN",
+                     strcmp(a->launcher, FT_MPI_BACKEND) == 0
+                         ? FT_MPI_LAUNCHER
+                         : "");
+  if (!a->slurm || !a->probe_tries || !a->launcher || !a->mpirun)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+  if (!ft__launcher_find(a->launcher))
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                             "--launcher %s: not a launcher ft-launch knows "
+                             "(%s)",
+                             a->launcher, ft__launcher_names);
   if (!is_count(a->probe_tries, 1))
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "FT_PROBE_TRIES=%s: expected a number >= 1", a->probe_tries);
+  if (*a->slurm && strcmp(a->launcher, "mpich") == 0)
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                  "--launcher mpich in a Slurm allocation: not supported yet "
+                  "(hydra's Slurm launcher has not been tested with ftrt's "
+                  "recovery); give a --hostfile of the allocation's nodes, or "
+                  "use Open MPI (--launcher ompi4)");
   if (*a->probe && *a->cluster)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--probe is for --hostfile and Slurm; --cluster pings its "

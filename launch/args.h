@@ -42,7 +42,7 @@ int ft__launch_refuse(ft__text_t *msg, int code, const char *fmt, ...)
 typedef struct ft__launch_args {
   /* The options, "" where not given (ppn "1" and restarts "0" then). */
   const char *nodes, *ppn, *hostfile, *cluster, *spares, *restarts, *job;
-  const char *ec, *timeout, *probe, *persist, *times, *log;
+  const char *ec, *timeout, *probe, *persist, *times, *log, *launcher;
   int help, verbose, dry_run, one_per_node, restore_job, cold_spares, fresh;
   ft__words_t extra;        /* --mpirun-arg, in order */
   ft__words_t program;      /* PROGRAM and its arguments */
@@ -52,6 +52,9 @@ typedef struct ft__launch_args {
   /* What validate took from the environment and made of the options. */
   const char *slurm;       /* SLURM_JOB_NODELIST when it is the placement */
   const char *probe_tries; /* FT_PROBE_TRIES, else "3" */
+  const char *mpirun;      /* FT_MPIRUN: the launcher's program, else the one
+                              configure found for its MPI when the backend is
+                              that MPI's, else "" (the backend's default) */
   const char *ec_name;     /* "FT_EC_K=3 FT_EC_M=1" when the code came from
                               the environment, else "" ("--ec K+M") */
   ft__words_t line;        /* the command line as the parse rewrote it */

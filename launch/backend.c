@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "ftrt.h"
+#include "launch/probe.h"
 
-static const ft__launcher_t *const LAUNCHERS[] = {&ft__launcher_ompi4};
+static const ft__launcher_t *const LAUNCHERS[] = {&ft__launcher_ompi4,
+                                                  &ft__launcher_mpich};
+const char ft__launcher_names[] = "ompi4, mpich";
 
 const ft__launcher_t *ft__launcher_find(const char *name) {
   for (size_t i = 0; i < sizeof(LAUNCHERS) / sizeof(*LAUNCHERS); i++)
@@ -103,4 +106,29 @@ out:
   ft__words_free(&entries);
   ft__text_free(&found);
   return rc;
+}
+
+int ft__launcher_probe_cmd(const char *const *probe, int nprobe,
+                           const char *host, ft__words_t *argv) {
+  if (ft__words_addv(argv, probe, nprobe) != FT_OK ||
+      ft__words_add(argv, host) != FT_OK || ft__words_add(argv, "true") != FT_OK)
+    return FT_ENOMEM;
+  return FT_OK;
+}
+
+/* The cluster's hosts through its agent (ft-rsh); ssh and rsh hand the
+ * line to the remote shell; srun runs words, so a shell is named. */
+int ft__launcher_host_cmd(const ft__launch_job_t *j, const char *const *probe,
+                          int nprobe, const char *host, const char *line,
+                          ft__words_t *argv) {
+  int rc = j->cluster ? ft__words_add(argv, j->rsh)
+                      : ft__words_addv(argv, probe, nprobe);
+  if (rc == FT_OK)
+    rc = ft__words_add(argv, host);
+  if (rc == FT_OK && !j->cluster && ft__probe_is_srun(probe, nprobe) &&
+      (ft__words_add(argv, "sh") != FT_OK || ft__words_add(argv, "-c") != FT_OK))
+    rc = FT_ENOMEM;
+  if (rc == FT_OK)
+    rc = ft__words_add(argv, line);
+  return rc == FT_OK ? FT_OK : FT_ENOMEM;
 }

@@ -77,6 +77,7 @@ typedef struct ft__launch_job {
   const char *rsh;        /* the cluster: the agent its hosts take (ft-rsh) */
   const char *iface;      /* the cluster: its hosts' interface */
   const char *hostfile;   /* with hosts: where the hostfile is written */
+  const char *mpirun;     /* the launcher's program ("": the backend's) */
   int64_t cpus;           /* CPUs this process may run on (nproc) */
   /* ftrt's variables of the launch. */
   const char *job, *timeout;
@@ -99,7 +100,8 @@ typedef struct ft__launch_cmd {
   { FT__WORDS_INIT, FT__TEXT_INIT }
 
 typedef struct ft__launcher {
-  const char *name;   /* "ompi4" */
+  const char *name;    /* "ompi4" */
+  const char *program; /* its program when none is named ("mpirun") */
   const char *daemon; /* the per-host daemon's process name ("orted") */
   /* argv and hostfile of job into cmd (appended), and the launcher's own
    * variables into env (it also names there what the ranks get).  env holds
@@ -124,8 +126,12 @@ typedef struct ft__launcher {
                   ft__words_t *argv);
 } ft__launcher_t;
 
-/* Open MPI 4.1 (ompi4.c). */
+/* Open MPI 4.1 (ompi4.c), MPICH's hydra (mpich.c). */
 extern const ft__launcher_t ft__launcher_ompi4;
+extern const ft__launcher_t ft__launcher_mpich;
+
+/* The backends' names, "ompi4, mpich", for messages. */
+extern const char ft__launcher_names[];
 
 /* The backend named name, or NULL. */
 const ft__launcher_t *ft__launcher_find(const char *name);
@@ -150,5 +156,15 @@ int ft__launch_mca_given(const char *const *extra, int nextra,
  * replacing words ("ssh" when the list is empty). */
 int ft__launcher_pick_agent(const char *list, const ft__env_t *env,
                             ft__words_t *words);
+
+/* probe_cmd and host_cmd as every backend has them: "PROBE... HOST true";
+ * the cluster's agent (ft-rsh) or the probe's words, HOST, then the line
+ * (srun, which runs words, gets "sh -c" before it). */
+int ft__launcher_probe_cmd(const char *const *probe, int nprobe,
+                           const char *host, ft__words_t *argv);
+int ft__launcher_host_cmd(const ft__launch_job_t *job,
+                          const char *const *probe, int nprobe,
+                          const char *host, const char *line,
+                          ft__words_t *argv);
 
 #endif

@@ -227,10 +227,10 @@ static int prepare(launch_t *l, int argc, char **argv) {
 }
 
 static int run(launch_t *l, int argc, char **argv) {
-  const ft__launcher_t *be = &ft__launcher_ompi4;
   int rc = prepare(l, argc, argv);
   if (rc)
     return rc < 0 ? 0 : rc;
+  const ft__launcher_t *be = ft__launcher_find(l->args.launcher);
   rc = ft__launch_plan(&l->plan, &l->args, &l->env, be, l->here, &l->msg);
   for (int i = 0; i < l->plan.said.n; i++)
     say(l->plan.said.v[i]);

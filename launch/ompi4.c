@@ -28,7 +28,6 @@
 
 #include "ftrt.h"
 #include "launch/backend.h"
-#include "launch/probe.h"
 
 #define ADD(w, s)                                                              \
   do {                                                                         \
@@ -50,7 +49,7 @@ static int mca(ft__words_t *w, const char *name, const char *value) {
 /* The launcher and the cluster's transport: the words before the hosts. */
 static int head_words(const ft__launch_job_t *j, const ft__env_t *env,
                       ft__words_t *w) {
-  ADD(w, "mpirun");
+  ADD(w, j->mpirun && *j->mpirun ? j->mpirun : "mpirun");
   ADD(w, "--oversubscribe");
   ADD(w, "--bind-to");
   ADD(w, "none");
@@ -234,40 +233,13 @@ static int ompi4_agent(const ft__launch_job_t *j, const ft__env_t *env,
   return ft__launcher_pick_agent(agent, env, words);
 }
 
-static int ompi4_probe_cmd(const char *const *probe, int nprobe,
-                           const char *host, ft__words_t *argv) {
-  if (ft__words_addv(argv, probe, nprobe) != FT_OK)
-    return FT_ENOMEM;
-  ADD(argv, host);
-  ADD(argv, "true");
-  return FT_OK;
-}
-
-/* host_cmd: the cluster's hosts through its agent (ft-rsh); ssh and rsh
- * hand the line to the remote shell; srun runs words, so a shell is named. */
-static int ompi4_host_cmd(const ft__launch_job_t *j, const char *const *probe,
-                          int nprobe, const char *host, const char *line,
-                          ft__words_t *argv) {
-  if (j->cluster) {
-    ADD(argv, j->rsh);
-  } else if (ft__words_addv(argv, probe, nprobe) != FT_OK) {
-    return FT_ENOMEM;
-  }
-  ADD(argv, host);
-  if (!j->cluster && ft__probe_is_srun(probe, nprobe)) {
-    ADD(argv, "sh");
-    ADD(argv, "-c");
-  }
-  ADD(argv, line);
-  return FT_OK;
-}
-
 const ft__launcher_t ft__launcher_ompi4 = {
     .name = "ompi4",
+    .program = "mpirun",
     .daemon = "orted",
     .build = ompi4_build,
     .lost = ompi4_lost,
     .agent = ompi4_agent,
-    .probe_cmd = ompi4_probe_cmd,
-    .host_cmd = ompi4_host_cmd,
+    .probe_cmd = ft__launcher_probe_cmd,
+    .host_cmd = ft__launcher_host_cmd,
 };

@@ -6,7 +6,8 @@
 # --ppn, --one-per-node, --ec and FT_EC_K/M, --persist, --times, the FT_*
 # variables passed on, printf %q of odd words), a hostfile (spare and
 # domain= lines, --spares, the probe: --probe, FT_PROBE, the rsh agent), a
-# Slurm allocation (SLURM_JOB_NODELIST through ft-nodelist), every usage
+# Slurm allocation (SLURM_JOB_NODELIST through ft-nodelist), MPICH's
+# launcher (--launcher, FT_LAUNCHER, FT_MPIRUN), every usage
 # error, and an ft-cluster of the test's own (its spares, an unreachable
 # host left out, OMPI_MCA_btl, the yield rule), which needs root: without
 # it those cases are skipped, and said so.  Each case runs on one CPU
@@ -197,6 +198,19 @@ same cluster-program-first "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog a
 same cluster-then-empty "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog '' -- x
 same cluster-last-word "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog
 
+# ---- another MPI's launcher -----------------------------------------------------
+same mpich FT_LAUNCHER=mpich -- --dry-run --nodes 3 --ppn 2 -- prog
+same mpich-hostfile -- --dry-run --launcher mpich --hostfile "$WORK/hosts" --spares 1 -- prog
+same mpich-agent 'HYDRA_LAUNCHER_EXEC=nosuch : myrsh -q' FT_LAUNCHER=mpich -- --dry-run \
+  --hostfile "$WORK/hosts" -- prog
+same mpich-agent-arg -- --dry-run --launcher=mpich --hostfile "$WORK/hosts" --mpirun-arg \
+  -launcher --mpirun-arg rsh -- prog
+same mpich-program FT_MPIRUN=/opt/mpich/bin/mpiexec -- --dry-run --launcher mpich -- prog
+same mpich-slurm 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --launcher mpich -- prog
+same launcher-bad -- --dry-run --launcher lam -- prog
+same launcher-bad-env FT_LAUNCHER=mpich4 -- --dry-run -- prog
+same launcher-empty -- --dry-run --launcher '' -- prog
+
 # ---- an ft-cluster (root) ------------------------------------------------------
 if [ "$(id -u)" -ne 0 ] || ! unshare --net --uts --mount true 2>/dev/null ||
   ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
@@ -217,6 +231,8 @@ else
   "$FT_CLUSTER_CMD" partition h2 --name "$CL" >/dev/null || fail "ft-cluster partition h2"
   same cluster-unreachable -- --dry-run --cluster "$CL" -- prog
   "$FT_CLUSTER_CMD" heal h2 --name "$CL" >/dev/null || fail "ft-cluster heal h2"
+  same cluster-mpich -- --dry-run --cluster "$CL" --launcher mpich --ppn 2 -- prog
+  same cluster-mpich-ucx UCX_TLS=tcp -- --dry-run --cluster "$CL" --launcher mpich -- prog
 fi
 
 # The ft-python next to ft-launch (the build's), after the rest: both see it.
