@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,17 +79,38 @@ int ft__command_finish(ft__command_t *c, ft__text_t *out, int *status) {
   *status = 127;
   if (c->pid <= 0)
     return FT_EIO;
-  int rc = FT_OK;
+  int rc = FT_OK, st = -1, done = 0;
   char buf[4096];
-  for (;;) {
-    ssize_t n = read(c->fd, buf, sizeof(buf));
-    if (n == 0 || (n < 0 && errno != EINTR))
+  /* To the pipe's end, or until the bounded process has ended and the pipe
+   * holds nothing more: a process the command left behind (a daemon, a
+   * background job) may hold the pipe open for good. */
+  while (!done) {
+    struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+    int ready = poll(&pf, 1, st < 0 ? 200 : 0);
+    if (ready < 0 && errno != EINTR)
       break;
-    if (n > 0 && rc == FT_OK && ft__text_addn(out, buf, (size_t)n) != FT_OK)
-      rc = FT_ENOMEM; /* read on: the command is not left blocked */
+    if (ready > 0) {
+      ssize_t n = read(c->fd, buf, sizeof(buf));
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+        break;
+      if (n > 0 && rc == FT_OK && ft__text_addn(out, buf, (size_t)n) != FT_OK)
+        rc = FT_ENOMEM; /* read on: the command is not left blocked */
+      continue;
+    }
+    if (st >= 0) {
+      done = 1; /* ended, and nothing more to read now */
+    } else {
+      int ws;
+      pid_t r = waitpid(c->pid, &ws, WNOHANG);
+      if (r == c->pid)
+        st = ft__proc_status(ws);
+      else if (r < 0 && errno != EINTR)
+        st = 127;
+    }
   }
   close(c->fd);
-  int st = ft__proc_wait(c->pid);
+  if (st < 0)
+    st = ft__proc_wait(c->pid);
   *status = st < 0 ? 127 : st;
   c->pid = 0, c->fd = -1;
   return rc;

@@ -501,7 +501,7 @@ static void ftl_run_restore(ft__launch_t *m) {
   ft__launch_action_t *a = ftl_run(m, FT_LAUNCH_RUN_RESTORE);
   /* Before the first attempt (restore_first): FT_HOLD, --fresh and the
    * spares' preparation stay the first attempt's. */
-  if (a && !m->attempt)
+  if (a && !m->attempt && !m->restarts_done)
     a->flags = FT_LAUNCH_RUN_RESTORE;
   m->state = FT_LAUNCH_RESTORING;
 }
@@ -531,8 +531,9 @@ static void ftl_failed(ft__launch_t *m, int rc) {
     return;
   }
   m->restarts_done++;
-  ftl_say(m, 0, "restart %d of %d: attempt failed with status %d; recovering",
-          m->restarts_done, m->restarts, rc);
+  ftl_say(m, 0, "restart %d of %d: %s failed with status %d; recovering",
+          m->restarts_done, m->restarts, m->attempt ? "attempt" : "ft-restore",
+          rc);
   m->unprobed.n = 0;
   m->pre_hosts = m->hosts, m->pre_spares_left = m->spares_left;
   m->pre_entries = m->entries, m->pre_given = m->given_next;
@@ -1070,7 +1071,7 @@ static void ftl_restored(ft__launch_t *m) {
   if (!ftl_build(m))
     return;
   ftl_summary(m);
-  if (!m->attempt) {
+  if (!m->attempt && !m->restarts_done) {
     ftl_attempt(m); /* restore_first: the job's first attempt */
     return;
   }
@@ -1089,7 +1090,7 @@ static void ftl_restore_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
   ftl_say_text(m, FT_LAUNCH_SAY_STAMP, &t);
   if (rc != 0)
     ftl_act(m, FT_LAUNCH_ACT_MPIRUN_SAID);
-  if (m->attempt)
+  if (m->attempt || m->restarts_done)
     m->hold = 0, m->fresh = 0;
   m->restore_fresh = (ev->flags & FT_LAUNCH_FRESH) != 0;
   m->full_host = ftl_find(m, ev->host);
@@ -1118,6 +1119,20 @@ static void ftl_restore_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
     ftl_next_spare(m);
     break;
   default:
+    if (ev->nhosts > 0) {
+      /* mpirun lost its daemon on a host of it: a loss, as an attempt's
+       * (125) */
+      ftl_text_t t;
+      ftl_open(m, &t);
+      ftl_put(&t, "ft-restore failed (exit %d): ", rc);
+      ftl_put_named_by(&t, (ev->flags & FT_LAUNCH_SLURM_NAMED) != 0, 0);
+      for (int i = 0; i < ev->nhosts; i++)
+        ftl_put(&t, "%s%s", i ? " " : "", ev->hosts[i]);
+      ftl_say_text(m, 0, &t);
+      m->lost_end = 1;
+      ftl_recovered(m, 125);
+      break;
+    }
     ftl_say(m, 0, "ft-restore failed (exit %d)", rc);
     ftl_recovered(m, 1);
   }
@@ -1355,6 +1370,7 @@ static int ftl_init_config(ft__launch_t *m, const ft__launch_config_t *c) {
   m->probe_tries = c->probe_tries, m->restore_job = c->restore_job != 0;
   m->one_per_node = c->one_per_node != 0, m->cold = c->cold_spares != 0;
   m->restore_first = c->restore_first != 0;
+  m->shrunk = c->shrunk != 0;
   m->ec_k = c->ec_k, m->ec_m = c->ec_k ? c->ec_m : 0;
   if (ftl_copy(m->probe, sizeof(m->probe), c->probe) ||
       ftl_copy(m->timeout, sizeof(m->timeout), c->timeout) ||

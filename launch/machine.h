@@ -91,6 +91,7 @@
  *   REGROUPING --probed-->      RESTORING   : SAY given up, SAY running, RUN
  *   REGROUPING --probed-->      GIVEN_UP    : SAY no room, [SAY done], EXIT 5
  *   RESTORING  --exit 4, 124, other--> [failed 4, 124, 1] : SAY ended, SAY why
+ *                                   (125 when mpirun named lost daemons)
  *   any but the last three --signal--> INTERRUPTED : HELD, SAY, EXIT 128+N
  * [SAY done]: with --restarts, when the status is 0 or a restart did
  * something (report_end).
@@ -256,6 +257,9 @@ typedef struct ft__launch_config {
    * ft-restore --mode replace on the hosts before the first attempt, a
    * restart's ft-restore but for the restart (its failure is one). */
   int restore_first;
+  /* The job's hosts are fewer than it was started on (a requeued job that
+   * shrank before): the code lowered as a shrink lowers it. */
+  int shrunk;
   int ec_k, ec_m;      /* --ec K+M (or FT_EC_K, FT_EC_M); ec_k 0: none */
   const char *ec_name; /* how the code was given, "FT_EC_K=3 FT_EC_M=1";
                           NULL: "--ec K+M" */

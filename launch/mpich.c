@@ -13,9 +13,10 @@
  *     -n N*K  --mpirun-arg...  PROGRAM...
  * Hydra passes the whole environment to the ranks (its -genvall, the
  * default): FTRT_LAUNCH_ID and the FT_ variables with it.  On the cluster
- * the ranks' UCX takes the cluster's interface (UCX_NET_DEVICES) and
- * TCP, shared memory and self (UCX_TLS) unless the environment sets them,
- * as ompi4 sets btl and the interfaces.  A block of K slots a host puts
+ * the ranks' UCX takes the cluster's interface (UCX_NET_DEVICES) unless
+ * the environment sets it (each host of the cluster has a boot id of its
+ * own, by which UCX tells the ranks of one machine: its shared memory
+ * stays within a host).  A block of K slots a host puts
  * ranks r*K .. r*K+K-1 on the r-th host: rank order is the hostfile's.
  *
  * What hydra says of a lost host: its proxy there goes with the host, and
@@ -63,9 +64,6 @@ static int mpich_build(const ft__launch_job_t *j, ft__env_t *env,
     ADD(w, j->iface);
     if (!*ft__env_str(env, "UCX_NET_DEVICES") &&
         ft__env_set(env, "UCX_NET_DEVICES", j->iface) != FT_OK)
-      return FT_ENOMEM;
-    if (!*ft__env_str(env, "UCX_TLS") &&
-        ft__env_set(env, "UCX_TLS", "tcp,sm,self") != FT_OK)
       return FT_ENOMEM;
   } else if (j->nhosts > 0 && !option(j, "-launcher") &&
              !*ft__env_str(env, "HYDRA_LAUNCHER")) {

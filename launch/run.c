@@ -65,7 +65,7 @@ typedef struct drv {
    * the job's hosts and the spares, when ordered; then ft-restore runs
    * before the first attempt when a node number had no store. */
   ft__words_t r_hosts, r_pool;
-  int r_ordered, r_rebuild;
+  int r_ordered, r_rebuild, r_shrunk;
   ft__probe_t probe;
   int sinfo_failed; /* a failing sinfo was said */
   ft__spares_t spares;
@@ -987,6 +987,7 @@ static int make_machine(drv_t *d, ft__text_t *probe_text) {
       .cold_spares = a->cold_spares,
       .fresh = d->fresh != NULL,
       .restore_first = d->r_rebuild,
+      .shrunk = d->r_shrunk,
       .ec_k = ec_k,
       .ec_m = ec_m,
       .ec_name = *a->ec_name ? a->ec_name : NULL};
@@ -1024,15 +1025,18 @@ static void store_ask(drv_t *d, const char *status_cmd, const char *host,
   ft__text_free(&line);
 }
 
-/* The store store_ask asked for into *st (node -1 when there is none or
- * it could not be asked). */
-static void store_number(ft__command_t *c, ft__resume_store_t *st) {
+/* The store store_ask asked for into *st (node -1 when there is none):
+ * ft-status's exit status (0 a store, 1 none; else the node could not be
+ * asked, or said nothing clear). */
+static int store_number(ft__command_t *c, ft__resume_store_t *st) {
   ft__text_t out = FT__TEXT_INIT;
-  int status = 0;
+  int status = 127;
   *st = (ft__resume_store_t){.node = -1};
-  if (ft__command_finish(c, &out, &status) == FT_OK && status == 0)
-    ft__resume_parse(ft__text_str(&out), st);
+  if (ft__command_finish(c, &out, &status) == FT_OK && status == 0 &&
+      !ft__resume_parse(ft__text_str(&out), st))
+    status = 127; /* a store without a layout line: not understood */
   ft__text_free(&out);
+  return status;
 }
 
 /* A requeued run of a Slurm batch job (SLURM_RESTART_COUNT above 0): the
@@ -1052,15 +1056,35 @@ static void requeued_order(drv_t *d) {
   char status_cmd[4096];
   find_program(d, "FT_STATUS", "ft-status", status_cmd, sizeof(status_cmd));
   int ok = nodes && store && order && ask;
-  /* Every node asked at once, each bounded by --timeout. */
+  /* The nodes asked 64 at once, each bounded by --timeout.  One that
+   * could not be asked (ft-status neither found a store nor said there is
+   * none) leaves the order as it is: its number would be given away. */
   d->probe.envp = d->c->env->kv.v;
-  for (int i = 0; ok && i < n; i++) {
-    nodes[i] = i < p->hosts.n ? p->hosts.v[i] : p->pool.v[i - p->hosts.n];
-    ask[i] = (ft__command_t)FT__COMMAND_INIT;
-    store_ask(d, status_cmd, nodes[i], &ask[i]);
+  int unasked = -1, why = 0;
+  for (int from = 0; ok && from < n; from += 64) {
+    int to = from + 64 < n ? from + 64 : n;
+    for (int i = from; i < to; i++) {
+      nodes[i] = i < p->hosts.n ? p->hosts.v[i] : p->pool.v[i - p->hosts.n];
+      ask[i] = (ft__command_t)FT__COMMAND_INIT;
+      store_ask(d, status_cmd, nodes[i], &ask[i]);
+    }
+    for (int i = from; i < to; i++) {
+      int st = store_number(&ask[i], &store[i]);
+      if (st != 0 && st != 1 && unasked < 0)
+        unasked = i, why = st;
+    }
   }
-  for (int i = 0; ok && i < n; i++)
-    store_number(&ask[i], &store[i]);
+  if (ok && unasked >= 0) {
+    ft__text_t t = FT__TEXT_INIT;
+    if (ft__text_addf(&t, "run %s of Slurm job %s (requeued): cannot ask %s "
+                          "for its store of the job (ft-status exit %d): the "
+                          "nodes keep the allocation's order",
+                      count, ft__env_str(d->c->env, "SLURM_JOB_ID"),
+                      nodes[unasked], why) == FT_OK)
+      say(d, ft__text_str(&t));
+    ft__text_free(&t);
+    ok = 0;
+  }
   int rebuild = 0, job = ok ? ft__resume_order(store, n, p->hosts.n, order,
                                                &rebuild)
                             : 0;
@@ -1089,6 +1113,7 @@ static void requeued_order(drv_t *d) {
                             "store first, or hands over to the disk tier");
     if (rc == FT_OK) {
       d->r_ordered = 1, d->r_rebuild = rebuild;
+      d->r_shrunk = job < p->hosts.n;
       say(d, ft__text_str(&t));
     }
     ft__text_free(&t);

@@ -298,16 +298,21 @@ on() {
   local hosts=$1 ppr=$2 log=$3 line i h n=0 hf
   shift 3
   hf=$WORK/hostfile.$log
-  for h in $hosts; do echo "$h slots=$ppr"; n=$((n + 1)); done >"$hf"
   line=$(ft-launch --cluster="$CL" --dry-run -- FTRT_CHAOS_PROGRAM 2>/dev/null | grep -v '^#') ||
     fail "ft-launch --dry-run on $CL failed"
   local -a cmd out=()
   eval "cmd=($line)"
+  # Open MPI's hostfile ("H slots=K", --hostfile, --map-by, -np) or MPICH
+  # hydra's ("H:K", -f, -n).
+  for h in $hosts; do
+    case " ${cmd[*]} " in *" -f "*) echo "$h:$ppr" ;; *) echo "$h slots=$ppr" ;; esac
+    n=$((n + 1))
+  done >"$hf"
   for ((i = 0; i < ${#cmd[@]}; i++)); do
     case ${cmd[i]} in
-      --hostfile) out+=(--hostfile "$hf"); i=$((i + 1)) ;;
+      --hostfile|-f) out+=("${cmd[i]}" "$hf"); i=$((i + 1)) ;;
       --map-by) out+=(--map-by "ppr:$ppr:node"); i=$((i + 1)) ;;
-      -np) out+=(-np $((n * ppr))); i=$((i + 1)) ;;
+      -np|-n) out+=("${cmd[i]}" $((n * ppr))); i=$((i + 1)) ;;
       FTRT_CHAOS_PROGRAM) break ;;
       *) out+=("${cmd[i]}") ;;
     esac

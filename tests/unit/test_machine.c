@@ -876,7 +876,7 @@ START_TEST(restore_first_verdict_recovers) {
   say_at("ft-restore ended after 1.2 s: exit status 124");
   expect(FT_LAUNCH_ACT_MPIRUN_SAID);
   say("ft-restore ended by the watchdog: a host of it became unreachable");
-  say("restart 1 of 1: attempt failed with status 124; recovering");
+  say("restart 1 of 1: ft-restore failed with status 124; recovering");
   probe("h1 h2 s1 h4", 3);
   probed("s1");
   probe("s2", 3);
@@ -895,6 +895,76 @@ START_TEST(restore_first_lost_no_restart) {
   expect(FT_LAUNCH_ACT_MPIRUN_SAID);
   say("ft-restore stopped: a host of it fell silent (exit 4)");
   leaves(4);
+  ck_assert_int_eq(ft__launch_lost_end(M), 1);
+}
+END_TEST
+
+START_TEST(restore_first_restore_job_restart) {
+  /* a failed ft-restore before attempt 1 is a restart's failure: with
+   * --restore-job the restart's own ft-restore follows, then its relaunch
+   * ("restart 1 of 1: relaunching", a recovery's account) */
+  ft__launch_config_t c = placed("h1 h2 s1 h4", "s2", 1, 1);
+  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w", c.restore_first = 1;
+  c.restore_job = 1;
+  make(&c);
+  start();
+  say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s1 h4");
+  run("h1 h2 s1 h4", RESTORE);
+  ended(4, NULL, 0);
+  say_at("ft-restore ended after 1.2 s: exit status 4");
+  expect(FT_LAUNCH_ACT_MPIRUN_SAID);
+  say("ft-restore stopped: a host of it fell silent (exit 4)");
+  say("restart 1 of 1: ft-restore failed with status 4; recovering");
+  probe("h1 h2 s1 h4", 3);
+  probed("s1");
+  probe("s2", 3);
+  probed(NULL);
+  say("lost host(s): s1; replacing them with spare(s) s2");
+  say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s2 h4");
+  run("h1 h2 s2 h4", RESTORE | HOLD);
+  ended(0, NULL, 0);
+  say_at("ft-restore ended after 1.2 s: exit status 0");
+  expect(FT_LAUNCH_ACT_SUMMARY);
+  say("restart 1 of 1: relaunching");
+  say_at("attempt 1: mpirun started");
+  /* FT_HOLD was the restart's ft-restore's, the program's first run */
+  const ft__launch_action_t *a = run("h1 h2 s2 h4", 0);
+  ck_assert_int_eq(a->recovery, 1);
+  ck_assert_int_eq(ft__launch_restarts_done(M), 1);
+}
+END_TEST
+
+START_TEST(shrunk_requeue_lowers_code) {
+  /* a job that shrank from 4 nodes under --ec 3+1 and was requeued onto
+   * its 3 stores' nodes encodes with 2+1, as its shrink did */
+  ft__launch_config_t c = placed("h1 h2 h4", "s1", 1, 1);
+  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w";
+  c.ec_k = 3, c.ec_m = 1, c.shrunk = 1;
+  make(&c);
+  start();
+  say("--ec 3+1 needs 4 nodes, 3 are left: the relaunch encodes with 2+1");
+  expect(FT_LAUNCH_ACT_SUMMARY);
+  say_at("attempt 1: mpirun started");
+  const ft__launch_action_t *a = run("h1 h2 h4", HOLD | PREP);
+  ck_assert_int_eq(a->ec_k, 2);
+  ck_assert_int_eq(a->ec_m, 1);
+}
+END_TEST
+
+START_TEST(restore_daemon_lost_is_a_loss) {
+  /* mpirun loses its daemon on s1 during ft-restore, no restart left:
+   * a loss (125, requeued), as in an attempt */
+  ft__launch_config_t c = placed("h1 h2 s1 h4", NULL, 0, 0);
+  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w", c.restore_first = 1;
+  make(&c);
+  start();
+  say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s1 h4");
+  run("h1 h2 s1 h4", RESTORE);
+  ended(1, "s1", 0);
+  say_at("ft-restore ended after 1.2 s: exit status 1");
+  expect(FT_LAUNCH_ACT_MPIRUN_SAID);
+  say("ft-restore failed (exit 1): mpirun lost its daemon on s1");
+  leaves(125);
   ck_assert_int_eq(ft__launch_lost_end(M), 1);
 }
 END_TEST
@@ -1534,6 +1604,9 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, restore_first_signal);
   tcase_add_test(tc, restore_first_verdict_recovers);
   tcase_add_test(tc, restore_first_lost_no_restart);
+  tcase_add_test(tc, restore_first_restore_job_restart);
+  tcase_add_test(tc, shrunk_requeue_lowers_code);
+  tcase_add_test(tc, restore_daemon_lost_is_a_loss);
   tcase_add_test(tc, clean_run_without_restarts);
   tcase_add_test(tc, rank_failure_no_host_lost);
   tcase_add_test(tc, one_lost_with_spare);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "launch/command.h"
 #include "launch/probe.h"
 #include "launch/proc.h"
 #include "tests/unit/check_main.h"
@@ -352,6 +353,50 @@ START_TEST(slurm_view_failing) {
 }
 END_TEST
 
+/* ---- bounded commands ---- */
+
+/* A command's output is read until its bounded process ends, not until
+ * every process it left behind lets go of the pipe. */
+START_TEST(command_bounded_left_behind) {
+  char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+  char *bg[] = {"/bin/sh", "-c", "sleep 8 & echo x", NULL};
+  char *ss[] = {"/bin/sh", "-c", "setsid sleep 8 & exec sleep 30", NULL};
+  ft__text_t out = FT__TEXT_INIT;
+  int st = -1;
+  uint64_t t0 = ft__proc_now_ms();
+  ck_assert_int_eq(ft__command_bounded(bg, envp, 0, 1.0, &out, &st), FT_OK);
+  ck_assert_int_eq(st, 0);
+  ck_assert_str_eq(ft__text_str(&out), "x\n");
+  ck_assert_int_eq(ft__command_bounded(ss, envp, 0, 1.0, &out, &st), FT_OK);
+  ck_assert_int_eq(st, 124);
+  /* both bounded by their 1 s (and 2 s more for a KILL), not the 8 s of
+   * what they left */
+  ck_assert_uint_lt(ft__proc_now_ms() - t0, 7000);
+  ft__text_free(&out);
+}
+END_TEST
+
+/* The read ends of commands started earlier are not in a later one's
+ * descriptors. */
+START_TEST(command_no_fd_leak) {
+  char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+  char *slow[] = {"/bin/sh", "-c", "sleep 1", NULL};
+  char *ls[] = {"/bin/sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '", NULL};
+  ft__command_t a = FT__COMMAND_INIT, b = FT__COMMAND_INIT;
+  ck_assert_int_eq(ft__command_start(slow, envp, 0, 5, &a), FT_OK);
+  ck_assert_int_eq(ft__command_start(ls, envp, 0, 5, &b), FT_OK);
+  ft__text_t out = FT__TEXT_INIT;
+  int st;
+  ck_assert_int_eq(ft__command_finish(&b, &out, &st), FT_OK);
+  ck_assert_int_eq(st, 0);
+  ck_assert_str_eq(ft__text_str(&out), "0 1 2 ");
+  ft__text_clear(&out);
+  ck_assert_int_eq(ft__command_finish(&a, &out, &st), FT_OK);
+  ck_assert_int_eq(st, 0);
+  ft__text_free(&out);
+}
+END_TEST
+
 /* ---- the messages ---- */
 
 START_TEST(probe_words) {
@@ -389,6 +434,8 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, probe_not_started);
   tcase_add_test(tc, slurm_view_first);
   tcase_add_test(tc, slurm_view_failing);
+  tcase_add_test(tc, command_bounded_left_behind);
+  tcase_add_test(tc, command_no_fd_leak);
   tc = tmpdir_tcase(s, "cluster", 60);
   tcase_add_test(tc, cluster_ping);
   tc = tcase_create("messages");
