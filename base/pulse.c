@@ -243,7 +243,9 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s) {
   /* heard[0..size) any sign of life, heard[size..2 size) signs over MPI */
   p->heard = ft__calloc(2 * (size_t)p->size, sizeof(*p->heard));
   p->sreq = ft__calloc((size_t)p->size, sizeof(*p->sreq));
-  if (rc == FT_OK && (!p->heard || !p->sreq))
+  p->nsent = ft__calloc(2 * (size_t)p->size, sizeof(*p->nsent));
+  p->nrecv = p->nsent ? p->nsent + p->size : NULL;
+  if (rc == FT_OK && (!p->heard || !p->sreq || !p->nsent))
     rc = FT_ENOMEM;
   if (rc) {
     ft__pulse_free(p);
@@ -278,6 +280,8 @@ void ft__pulse_free(ft__pulse_t *p) {
     MPI_Comm_free(&p->comm);
   ft__free(p->heard);
   ft__free(p->sreq);
+  ft__free(p->nsent);
+  p->nsent = p->nrecv = NULL;
   ft__free(p->done);
   ft__free(p->dest);
   ft__free(p->nonce);
@@ -296,6 +300,69 @@ void ft__pulse_free(ft__pulse_t *p) {
   p->done_cap = 0;
 }
 
+/* Heartbeats of peer i still to come (by theirs, what each sent me). */
+static int beats_left(const ft__pulse_t *p, const int *theirs) {
+  int left = 0;
+  for (int i = 0; i < p->size; i++)
+    left += i != p->rank && p->nrecv[i] < theirs[i];
+  return left;
+}
+
+int ft__pulse_end(ft__pulse_t *p) {
+  if (!p->heard || p->comm == MPI_COMM_NULL) {
+    ft__pulse_free(p);
+    return FT_OK;
+  }
+  ft__pulse_unwatch(p);
+  int *theirs = ft__calloc((size_t)p->size, sizeof(*theirs));
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = FT_OK;
+  if (!theirs)
+    rc = FT_ENOMEM;
+  else if (MPI_Ialltoall(p->nsent, 1, MPI_INT, theirs, 1, MPI_INT, p->comm,
+                         &req) != MPI_SUCCESS)
+    rc = FT_EMPI;
+  double t0 = now(), s = 10e-6;
+  /* Every peer's count known (what it sent has been sent, and arrives),
+   * the receive posted all along takes what is left; it is cancelled only
+   * once nothing more can come (a cancel racing a match may lose it). */
+  for (int counted = 0; rc == FT_OK;) {
+    int got = 0;
+    MPI_Status st;
+    if (!counted && MPI_Test(&req, &counted, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      rc = FT_EMPI;
+    else if (p->rreq != MPI_REQUEST_NULL &&
+             MPI_Test(&p->rreq, &got, &st) != MPI_SUCCESS)
+      rc = FT_EMPI;
+    if (rc != FT_OK)
+      break;
+    if (got) {
+      if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size)
+        p->nrecv[st.MPI_SOURCE]++;
+      rc = listen_beats(p);
+      continue;
+    }
+    if (counted && !beats_left(p, theirs))
+      break;
+    if (now() - t0 > p->timeout_s)
+      rc = FT_ETIMEDOUT;
+    else
+      nap(&s, FT_PULSE_NAP_SHORT);
+  }
+  /* Ours were taken by their peers: complete. */
+  for (int i = 0; rc == FT_OK && i < p->size; i++)
+    if (p->sreq[i] != MPI_REQUEST_NULL) {
+      double left = p->timeout_s - (now() - t0);
+      rc = ft__pulse_wait_plain(&p->sreq[i], left > 0 ? left : 0,
+                                FT_PULSE_NAP_SHORT);
+    }
+  ft__free(theirs);
+  if (rc != FT_OK)
+    p->comm = MPI_COMM_NULL; /* pending requests own it: MPI_Finalize's */
+  ft__pulse_free(p);
+  return rc;
+}
+
 static int send_beats(ft__pulse_t *p, double t) {
   for (int i = 0; i < p->size; i++) {
     if (i == p->rank)
@@ -309,6 +376,7 @@ static int send_beats(ft__pulse_t *p, double t) {
     if (done && MPI_Isend(NULL, 0, MPI_BYTE, i, TAG_BEAT, p->comm,
                           &p->sreq[i]) != MPI_SUCCESS)
       return FT_EMPI;
+    p->nsent[i] += done;
   }
   send_datagrams(p);
   p->sent = t;
@@ -344,8 +412,10 @@ int ft__pulse_poll(ft__pulse_t *p) {
       return FT_EMPI;
     if (!got)
       break;
-    if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size)
+    if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size) {
       p->heard[st.MPI_SOURCE] = p->heard_mpi[st.MPI_SOURCE] = t;
+      p->nrecv[st.MPI_SOURCE]++;
+    }
     if (listen_beats(p))
       return FT_EMPI;
   }

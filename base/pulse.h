@@ -41,6 +41,8 @@ typedef struct ft__pulse {
   double polled;    /* when this process last listened */
   MPI_Request rreq;  /* the heartbeat receive, from any peer */
   MPI_Request *sreq; /* [size] the heartbeat in flight to each peer */
+  int *nsent, *nrecv; /* [size] MPI heartbeats sent to, taken from each
+                         peer (ft__pulse_end takes what is left) */
   unsigned long beats; /* heartbeats sent */
   /* Optional: called after each round of heartbeats (to show local
    * watchers, such as the trainers of an SMP, that this process lives). */
@@ -70,6 +72,14 @@ int ft__pulse_init(ft__pulse_t *p, MPI_Comm comm, double timeout_s);
 /* Stop listening (and the watch thread) and free (local; pending
  * heartbeats are dropped). */
 void ft__pulse_free(ft__pulse_t *p);
+/* The end every process of the communicator reaches (an SMP's end):
+ * heartbeats stop, the processes tell each other how many each sent each
+ * (MPI_Ialltoall), each takes the ones it has not taken yet, and the
+ * pulse is freed with no message left unmatched in its communicator (MPI
+ * may refuse to free one that has: MPICH does).  Bounded by the timeout:
+ * past it (a peer ended otherwise) the communicator is left to
+ * MPI_Finalize and FT_ETIMEDOUT returned; FT_EMPI.  Freed either way. */
+int ft__pulse_end(ft__pulse_t *p);
 
 /* Take the heartbeats that arrived, send ours when one is due.  Cheap
  * enough to call from any loop; FT_EMPI. */

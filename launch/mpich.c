@@ -13,10 +13,12 @@
  *     -n N*K  --mpirun-arg...  PROGRAM...
  * Hydra passes the whole environment to the ranks (its -genvall, the
  * default): FTRT_LAUNCH_ID and the FT_ variables with it.  On the cluster
- * the ranks' UCX takes the cluster's interface (UCX_NET_DEVICES) unless
- * the environment sets it (each host of the cluster has a boot id of its
- * own, by which UCX tells the ranks of one machine: its shared memory
- * stays within a host).  A block of K slots a host puts
+ * the ranks talk TCP through libfabric (MPIR_CVAR_CH4_NETMOD=ofi,
+ * FI_PROVIDER=tcp, FI_TCP_IFACE=IF) unless the environment chose: MPICH's
+ * UCX netmod over UCX's tcp transport leaves ftrt's heartbeats unmatched
+ * and hangs in MPI_Finalize (UCX 1.13; openucx/ucx issue 8738), so an
+ * MPICH built with UCX only (Debian 12's 4.0) cannot run the cluster's
+ * tests; PyPI's mpich 5.0 has both netmods.  A block of K slots a host puts
  * ranks r*K .. r*K+K-1 on the r-th host: rank order is the hostfile's.
  *
  * What hydra says of a lost host: its proxy there goes with the host, and
@@ -62,8 +64,16 @@ static int mpich_build(const ft__launch_job_t *j, ft__env_t *env,
     ADD(w, j->rsh);
     ADD(w, "-iface");
     ADD(w, j->iface);
-    if (!*ft__env_str(env, "UCX_NET_DEVICES") &&
-        ft__env_set(env, "UCX_NET_DEVICES", j->iface) != FT_OK)
+    /* TCP through libfabric: the ch4 netmod ofi, its tcp provider on the
+     * cluster's interface, unless the environment chose */
+    static const char *const net[][2] = {{"MPIR_CVAR_CH4_NETMOD", "ofi"},
+                                         {"FI_PROVIDER", "tcp"}};
+    for (size_t i = 0; i < sizeof(net) / sizeof(*net); i++)
+      if (!*ft__env_str(env, net[i][0]) &&
+          ft__env_set(env, net[i][0], net[i][1]) != FT_OK)
+        return FT_ENOMEM;
+    if (!*ft__env_str(env, "FI_TCP_IFACE") &&
+        ft__env_set(env, "FI_TCP_IFACE", j->iface) != FT_OK)
       return FT_ENOMEM;
   } else if (j->nhosts > 0 && !option(j, "-launcher") &&
              !*ft__env_str(env, "HYDRA_LAUNCHER")) {

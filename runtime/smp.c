@@ -164,7 +164,7 @@ void ft__smp_run(ft_ctx_t *c) {
   if (rc < 0)
     _exit(1);
   ft__smp_final_flush(s);
-  ft__pulse_free(&s->pulse);
+  ft__pulse_end(&s->pulse);
   MPI_Finalize();
   exit(0);
 }
