@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "ftrt.h"
-#include "launch/probe.h"
 
 static const ft__launcher_t *const LAUNCHERS[] = {&ft__launcher_ompi4,
                                                   &ft__launcher_mpich};
@@ -125,10 +124,17 @@ int ft__launcher_host_cmd(const ft__launch_job_t *j, const char *const *probe,
                       : ft__words_addv(argv, probe, nprobe);
   if (rc == FT_OK)
     rc = ft__words_add(argv, host);
-  if (rc == FT_OK && !j->cluster && ft__probe_is_srun(probe, nprobe) &&
+  if (rc == FT_OK && !j->cluster && ft__launcher_is_srun(probe, nprobe) &&
       (ft__words_add(argv, "sh") != FT_OK || ft__words_add(argv, "-c") != FT_OK))
     rc = FT_ENOMEM;
   if (rc == FT_OK)
     rc = ft__words_add(argv, line);
   return rc == FT_OK ? FT_OK : FT_ENOMEM;
+}
+
+int ft__launcher_is_srun(const char *const *words, int n) {
+  if (n <= 0 || !words[0])
+    return 0;
+  const char *base = strrchr(words[0], '/');
+  return strcmp(base ? base + 1 : words[0], "srun") == 0;
 }

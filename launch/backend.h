@@ -157,6 +157,9 @@ int ft__launch_mca_given(const char *const *extra, int nextra,
 int ft__launcher_pick_agent(const char *list, const ft__env_t *env,
                             ft__words_t *words);
 
+/* 1 when the probe's words run Slurm's srun (each try a job step). */
+int ft__launcher_is_srun(const char *const *words, int n);
+
 /* probe_cmd and host_cmd as every backend has them: "PROBE... HOST true";
  * the cluster's agent (ft-rsh) or the probe's words, HOST, then the line
  * (srun, which runs words, gets "sh -c" before it). */

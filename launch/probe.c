@@ -221,13 +221,6 @@ int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
   return rc;
 }
 
-int ft__probe_is_srun(const char *const *words, int n) {
-  if (n <= 0 || !words[0])
-    return 0;
-  const char *base = strrchr(words[0], '/');
-  return strcmp(base ? base + 1 : words[0], "srun") == 0;
-}
-
 /* ---- a hostfile's or Slurm's hosts: the probe ---- */
 
 typedef struct one {

@@ -91,8 +91,6 @@ int ft__probe_slurm_parse(const char *text, const char *const *hosts, int n,
  * error where sinfo_failed is given). */
 int ft__probe_slurm_down(const ft__probe_t *p, const char *const *hosts, int n,
                          ft__words_t *bad, ft__words_t *silent);
-/* 1 when the probe's words run Slurm's srun (each try a job step). */
-int ft__probe_is_srun(const char *const *words, int n);
 /* 1 when host is this host (nothing to probe). */
 int ft__probe_is_this_host(const char *host);
 

@@ -740,7 +740,7 @@ static int run_launch(drv_t *d, const ft__launch_action_t *a) {
    * no view, there is none. */
   if (a->nhosts > 0 &&
       (d->probe.cluster || d->probe.sinfo ||
-       !ft__probe_is_srun(d->probe.words, d->probe.nwords))) {
+       !ft__launcher_is_srun(d->probe.words, d->probe.nwords))) {
     int v[2];
     d->probe.envp = d->c->env->kv.v;
     if (pipe2(v, O_CLOEXEC) == 0) {

@@ -345,7 +345,7 @@ static void watchdog(const ft__watchdog_t *w) {
   /* With Slurm's srun as the probe, Slurm's view alone: no job steps; a
    * user's probe (ssh) still runs. */
   own.view_only =
-      own.sinfo != NULL && ft__probe_is_srun(own.words, own.nwords);
+      own.sinfo != NULL && ft__launcher_is_srun(own.words, own.nwords);
   const ft__probe_t *p = &own;
   size_t n = w->nhosts > 0 ? (size_t)w->nhosts : 0;
   wd_t d = {.w = w,

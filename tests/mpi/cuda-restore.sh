@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$B/tests/mpi/cuda-restore" ] || { echo "SKIP: built without CUDA"; exit 77; }
 SHM_STORE=$(mktemp -d /dev/shm/ftrt-test.XXXXXX)
-trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR" "$SHM_STORE"' EXIT
+trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR" ${MPIRUN_DIR:+"$MPIRUN_DIR"} "$SHM_STORE"' EXIT
 for run in sync:"$FT_STORE_ROOT" lazy:"$FT_STORE_ROOT" sync:"$SHM_STORE"; do
   mode=${run%%:*} root=${run#*:}
   FT_STORE_ROOT=$root FT_JOB=cuda-$mode FT_CAPTURE=$mode timeout -k 10 120 \

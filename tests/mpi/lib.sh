@@ -7,30 +7,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader,tcp
 export FT_STORE_ROOT=${FT_STORE_ROOT:-$(mktemp -d /tmp/ftrt-test.XXXXXX)}
 export FT_TIMEOUT=${FT_TIMEOUT:-30}
 LOGDIR=$(mktemp -d /tmp/ftrt-log.XXXXXX)
-trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR"' EXIT
+trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR" ${MPIRUN_DIR:+"$MPIRUN_DIR"}' EXIT
 
-# The build's MPI (configure's, FTRT_MPI from make check): for MPICH, the
-# scripts' "mpirun -np N [-x NAME] [--oversubscribe] PROG [: -np M PROG]"
-# goes to its hydra (FTRT_MPIRUN), which passes the whole environment and
-# places any number of ranks on this host: -x and --oversubscribe dropped.
-if [ "${FTRT_MPI:-ompi4}" = mpich ]; then
-  mkdir -p "$LOGDIR/bin"
-  cat >"$LOGDIR/bin/mpirun" <<EOS
-#!/usr/bin/env bash
-a=()
-while [ \$# -gt 0 ]; do
-  case \$1 in
-    --oversubscribe) ;;
-    -x) shift ;;
-    *) a+=("\$1") ;;
-  esac
-  shift
-done
-exec "${FTRT_MPIRUN:-mpiexec}" "\${a[@]}"
-EOS
-  chmod +x "$LOGDIR/bin/mpirun"
-  export PATH=$LOGDIR/bin:$PATH
-fi
+# shellcheck source=tests/mpi/mpirun.sh
+. "$(dirname "${BASH_SOURCE[0]}")/mpirun.sh"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "# $*"; }

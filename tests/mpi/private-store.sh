@@ -8,8 +8,13 @@
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to run as another user"; exit 77; }
 command -v runuser >/dev/null || { echo "SKIP: runuser missing"; exit 77; }
 id nobody >/dev/null 2>&1 || { echo "SKIP: no user 'nobody'"; exit 77; }
+# The build's MPI must be one that user can run (a prefix under root's home
+# is not).
+MPI_PROG=$(command -v "${FTRT_MPIRUN:-mpirun}")
+runuser -u nobody -- test -x "$MPI_PROG" ||
+  { echo "SKIP: the build's MPI ($MPI_PROG) cannot be run by user nobody"; exit 77; }
 HOMEDIR=$(mktemp -d /tmp/ftrt-user.XXXXXX)
-trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR" "$HOMEDIR"' EXIT
+trap 'rm -rf "$FT_STORE_ROOT" "$LOGDIR" ${MPIRUN_DIR:+"$MPIRUN_DIR"} "$HOMEDIR"' EXIT
 chown nobody "$HOMEDIR" && chmod 700 "$HOMEDIR" || fail "cannot prepare $HOMEDIR"
 ARGS="--steps 6 --snapshot-every 2 --state-mb 1"
 as_nobody() {  # as_nobody NAME ROOT: a 1-node job as user nobody

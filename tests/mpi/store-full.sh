@@ -24,7 +24,7 @@ want=$(digest_of ref)
 
 TMP=$(mktemp -d /tmp/ftrt-full.XXXXXX)
 REF_ROOT=$FT_STORE_ROOT
-trap 'umount "$TMP" 2>/dev/null; rmdir "$TMP"; rm -rf "$REF_ROOT" "$LOGDIR"' EXIT
+trap 'umount "$TMP" 2>/dev/null; rmdir "$TMP"; rm -rf "$REF_ROOT" "$LOGDIR" ${MPIRUN_DIR:+"$MPIRUN_DIR"}' EXIT
 export FT_STORE_ROOT=$TMP
 no_room() {  # NAME WHAT: the SMP's message names the slot, the program's the code
   grep -q "ftrt\[.* trainer\] error: $TMP/full/slot[01]: cannot reserve the slot's [0-9]* bytes: No space left on device" "$LOGDIR/$1" &&

@@ -10,10 +10,12 @@ PROG=$BUILD/ft-train-example
 STEPS=12
 
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/mpi/mpirun.sh
+. "$(dirname "$0")/mpirun.sh"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found"; exit 77; }
 [ -x "$PROG" ] || fail "$PROG is not built"
 TMP=$(mktemp -d) || fail "mktemp"
-trap 'rm -rf "$TMP"' EXIT
+trap 'rm -rf "$TMP" ${MPIRUN_DIR:+"$MPIRUN_DIR"}' EXIT
 
 # run NAME ARGS...: 2 ranks; stdout in $TMP/NAME, stderr in $TMP/NAME.err
 run() {
