@@ -308,6 +308,21 @@ static int beats_left(const ft__pulse_t *p, const int *theirs) {
   return left;
 }
 
+static void listening(ft__pulse_t *p, double t, int n);
+
+/* Our heartbeats still in flight: completed ones are set to null. */
+static int sends_left(ft__pulse_t *p, int *rc) {
+  int left = 0;
+  for (int i = 0; i < p->size && *rc == FT_OK; i++) {
+    int done = 1;
+    if (p->sreq[i] != MPI_REQUEST_NULL &&
+        MPI_Test(&p->sreq[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      *rc = FT_EMPI;
+    left += !done;
+  }
+  return left;
+}
+
 int ft__pulse_end(ft__pulse_t *p) {
   if (!p->heard || p->comm == MPI_COMM_NULL) {
     ft__pulse_free(p);
@@ -322,13 +337,18 @@ int ft__pulse_end(ft__pulse_t *p) {
   else if (MPI_Ialltoall(p->nsent, 1, MPI_INT, theirs, 1, MPI_INT, p->comm,
                          &req) != MPI_SUCCESS)
     rc = FT_EMPI;
-  double t0 = now(), s = 10e-6;
+  double s = 10e-6, sent = 0;
   /* Every peer's count known (what it sent has been sent, and arrives),
    * the receive posted all along takes what is left; it is cancelled only
-   * once nothing more can come (a cancel racing a match may lose it). */
+   * once nothing more can come (a cancel racing a match may lose it).
+   * Meanwhile the datagram heartbeats go on (no MPI one: it would not be
+   * counted), so that a peer still at work does not take us for silent,
+   * and we wait for as long as every peer is heard from: a peer silent
+   * for the timeout ends the wait. */
   for (int counted = 0; rc == FT_OK;) {
     int got = 0;
     MPI_Status st;
+    double t = now();
     if (!counted && MPI_Test(&req, &counted, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       rc = FT_EMPI;
     else if (p->rreq != MPI_REQUEST_NULL &&
@@ -337,28 +357,35 @@ int ft__pulse_end(ft__pulse_t *p) {
     if (rc != FT_OK)
       break;
     if (got) {
-      if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size)
+      if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < p->size) {
         p->nrecv[st.MPI_SOURCE]++;
+        p->heard[st.MPI_SOURCE] = p->heard_mpi[st.MPI_SOURCE] = t;
+      }
       rc = listen_beats(p);
       continue;
     }
-    if (counted && !beats_left(p, theirs))
+    if (counted && !beats_left(p, theirs) && !sends_left(p, &rc))
       break;
-    if (now() - t0 > p->timeout_s)
+    take_datagrams(p, t);
+    listening(p, t, p->size);
+    p->polled = t;
+    if (t - sent >= p->period_s) {
+      send_datagrams(p);
+      sent = t;
+    }
+    if (ft__pulse_silent(p) >= 0)
       rc = FT_ETIMEDOUT;
     else
       nap(&s, FT_PULSE_NAP_SHORT);
   }
-  /* Ours were taken by their peers: complete. */
-  for (int i = 0; rc == FT_OK && i < p->size; i++)
-    if (p->sreq[i] != MPI_REQUEST_NULL) {
-      double left = p->timeout_s - (now() - t0);
-      rc = ft__pulse_wait_plain(&p->sreq[i], left > 0 ? left : 0,
-                                FT_PULSE_NAP_SHORT);
-    }
-  ft__free(theirs);
-  if (rc != FT_OK)
-    p->comm = MPI_COMM_NULL; /* pending requests own it: MPI_Finalize's */
+  if (rc != FT_OK) {
+    /* Pending requests own the communicator and the counts' buffers:
+     * MPI_Finalize's. */
+    p->comm = MPI_COMM_NULL;
+    p->nsent = p->nrecv = NULL;
+  } else {
+    ft__free(theirs);
+  }
   ft__pulse_free(p);
   return rc;
 }

@@ -409,9 +409,11 @@ static void learn_code(bench_t *b) {
   b->chunk = (size_t)v[3];
 }
 
-/* The CPUs this node's SMP may run on, tagged with the kernel's boot id:
- * the virtual nodes of one host (and ft-cluster's namespaces) share a boot
- * id and count its CPUs once, separate hosts count theirs apart. */
+/* The CPUs this node's SMP may run on, tagged with the machine: its
+ * machine id and the kernel's boot time (/proc/stat's btime), which the
+ * virtual nodes of one host and ft-cluster's namespaces share (each of
+ * ft-cluster's hosts has a boot id of its own, as MPI libraries need), so
+ * they count its CPUs once; separate hosts count theirs apart. */
 typedef struct smp_cpus {
   char boot[64];
   cpu_set_t set;
@@ -421,11 +423,25 @@ static void my_smp_cpus(const bench_t *b, smp_cpus_t *c) {
   memset(c, 0, sizeof(*c));
   if (!b->local0)
     return;
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (!f || !fgets(c->boot, sizeof(c->boot), f))
-    gethostname(c->boot, sizeof(c->boot) - 1);
-  if (f)
+  char id[40] = "", line[128];
+  unsigned long long btime = 0;
+  FILE *f = fopen("/etc/machine-id", "r");
+  if (f) {
+    if (!fgets(id, sizeof(id), f))
+      id[0] = '\0';
     fclose(f);
+  }
+  id[strcspn(id, "\n")] = '\0';
+  if ((f = fopen("/proc/stat", "r"))) {
+    while (fgets(line, sizeof(line), f))
+      if (sscanf(line, "btime %llu", &btime) == 1)
+        break;
+    fclose(f);
+  }
+  if (id[0] || btime)
+    snprintf(c->boot, sizeof(c->boot), "%s:%llu", id, btime);
+  else
+    gethostname(c->boot, sizeof(c->boot) - 1);
   if (!c->boot[0])
     c->boot[0] = '?';
   if (sched_getaffinity((pid_t)b->ctl->smp_pid, sizeof(c->set), &c->set))

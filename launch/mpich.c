@@ -106,20 +106,23 @@ static int mpich_lost(const char *kept, ft__words_t *hosts) {
 }
 
 /* The remote shell: -launcher-exec among --mpirun-arg, else
- * HYDRA_LAUNCHER_EXEC, else the launcher's own command (-launcher or
- * HYDRA_LAUNCHER: ssh or rsh), else ssh, hydra's default. */
+ * HYDRA_LAUNCHER_EXEC, each one program as hydra runs it (no words, no
+ * list), else the launcher's own command (-launcher or HYDRA_LAUNCHER: ssh
+ * or rsh), else ssh, hydra's default. */
 static int mpich_agent(const ft__launch_job_t *j, const ft__env_t *env,
                        ft__words_t *words) {
   const char *agent = option(j, "-launcher-exec");
   if (!agent || !*agent)
     agent = ft__env_str(env, "HYDRA_LAUNCHER_EXEC");
-  if (!*agent) {
-    const char *l = option(j, "-launcher");
-    if (!l)
-      l = ft__env_str(env, "HYDRA_LAUNCHER");
-    agent = l && strcmp(l, "rsh") == 0 ? "rsh" : "ssh";
+  if (*agent) {
+    ft__words_free(words);
+    return ft__words_add(words, agent);
   }
-  return ft__launcher_pick_agent(agent, env, words);
+  const char *l = option(j, "-launcher");
+  if (!l)
+    l = ft__env_str(env, "HYDRA_LAUNCHER");
+  return ft__launcher_pick_agent(l && strcmp(l, "rsh") == 0 ? "rsh" : "ssh",
+                                 env, words);
 }
 
 const ft__launcher_t ft__launcher_mpich = {

@@ -334,8 +334,10 @@ void ft__smp_free(ft_ctx_t *c) {
   ft__free(s->job.order);
   ft__free(s->job.hosts);
   ft__free(s->scratch);
+  /* Collective (ft_init's failure, ft_finalize): the heartbeats end with
+   * nothing left unmatched on their communicator. */
   if (s->pulse.heard)
-    ft__pulse_free(&s->pulse);
+    ft__pulse_end(&s->pulse);
   if (s->store.lock_fd >= 0)
     close(s->store.lock_fd); /* this launch gives the store up */
   ft__free(s);

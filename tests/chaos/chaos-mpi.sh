@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The core recovery scenarios on the MPI this build was configured with
 # (configure --with-mpi: Open MPI 4.1 by default; the matrix stage of
-# .ci/run runs this script on each MPI's build, FTRT_TOP_BUILDDIR): 4 hosts
+# scripts/run-tests runs it on each other MPI's build too): 4 hosts
 # (3+1) + 2 spares, then 6 hosts (4+2) + 2 spares, ft-launch with that
 # MPI's launcher (its backend, ft-launch --launcher).  Each ends with the
 # fault-free digest of the same MPI:

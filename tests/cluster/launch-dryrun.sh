@@ -201,7 +201,7 @@ same cluster-last-word "FT_CLUSTER=nolaunch$$" -- --dry-run --cluster prog
 # ---- another MPI's launcher -----------------------------------------------------
 same mpich FT_LAUNCHER=mpich -- --dry-run --nodes 3 --ppn 2 -- prog
 same mpich-hostfile -- --dry-run --launcher mpich --hostfile "$WORK/hosts" --spares 1 -- prog
-same mpich-agent 'HYDRA_LAUNCHER_EXEC=nosuch : myrsh -q' FT_LAUNCHER=mpich -- --dry-run \
+same mpich-agent HYDRA_LAUNCHER_EXEC=${WORK}/agents/myrsh FT_LAUNCHER=mpich -- --dry-run \
   --hostfile "$WORK/hosts" -- prog
 same mpich-agent-arg -- --dry-run --launcher=mpich --hostfile "$WORK/hosts" --mpirun-arg \
   -launcher --mpirun-arg rsh -- prog

@@ -3,20 +3,29 @@
 # FTRT_MPI and FTRT_MPIRUN from make check).  For MPICH, the scripts'
 # "mpirun -np N [-x NAME] [--oversubscribe] PROG [: -np M PROG]" goes to its
 # hydra, which passes the whole environment and places any number of ranks
-# on this host: -x and --oversubscribe are dropped.  The wrapper is in a
+# on this host: -x NAME and --oversubscribe before the program are dropped
+# (a test's -x passes a variable of its environment, which hydra passes).  The wrapper is in a
 # directory every user can read (tests that run as nobody use it too).
 if [ "${FTRT_MPI:-ompi4}" = mpich ]; then
   MPIRUN_DIR=$(mktemp -d /tmp/ftrt-mpirun.XXXXXX)
   chmod 755 "$MPIRUN_DIR"
   cat >"$MPIRUN_DIR/mpirun" <<EOS
 #!/usr/bin/env bash
-a=()
+# Only the launcher's options are read: from the program's name to the next
+# ":" (MPMD) every word is the program's.
+a=() prog=0
 while [ \$# -gt 0 ]; do
-  case \$1 in
-    --oversubscribe) ;;
-    -x) shift ;;
-    *) a+=("\$1") ;;
-  esac
+  if [ \$prog -eq 1 ]; then
+    [ "\$1" = : ] && prog=0
+    a+=("\$1")
+  else
+    case \$1 in
+      --oversubscribe) ;;
+      -x) shift ;;
+      -np|-n) a+=("\$1" "\$2"); shift ;;
+      *) a+=("\$1"); prog=1 ;;
+    esac
+  fi
   shift
 done
 exec "${FTRT_MPIRUN:-mpiexec}" "\${a[@]}"
