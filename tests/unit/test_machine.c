@@ -821,10 +821,11 @@ END_TEST
 /* A requeued Slurm run with a node number no store holds (restore_first):
  * ft-restore on the stores' order before attempt 1, without FT_HOLD
  * (attempt 1's). */
-static void restore_first(const char *pool, int spares, int restarts) {
+static void restore_first_with(const char *pool, int spares, int restarts,
+                               int restore_job) {
   ft__launch_config_t c = placed("h1 h2 s1 h4", pool, spares, restarts);
   c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w", c.restore_first = 1;
-  c.ec_k = 3, c.ec_m = 1;
+  c.ec_k = 3, c.ec_m = 1, c.restore_job = restore_job;
   make(&c);
   start();
   say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s1 h4");
@@ -834,6 +835,10 @@ static void restore_first(const char *pool, int spares, int restarts) {
   ck_assert_int_eq(a->ec_m, 1);
   ck_assert_int_eq(a->attempt, 0);
   in_state(FT_LAUNCH_RESTORING);
+}
+
+static void restore_first(const char *pool, int spares, int restarts) {
+  restore_first_with(pool, spares, restarts, 0);
 }
 
 START_TEST(restore_first_then_attempt) {
@@ -903,13 +908,7 @@ START_TEST(restore_first_restore_job_restart) {
   /* a failed ft-restore before attempt 1 is a restart's failure: with
    * --restore-job the restart's own ft-restore follows, then its relaunch
    * ("restart 1 of 1: relaunching", a recovery's account) */
-  ft__launch_config_t c = placed("h1 h2 s1 h4", "s2", 1, 1);
-  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w", c.restore_first = 1;
-  c.restore_job = 1;
-  make(&c);
-  start();
-  say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s1 h4");
-  run("h1 h2 s1 h4", RESTORE);
+  restore_first_with("s2", 1, 1, 1);
   ended(4, NULL, 0);
   say_at("ft-restore ended after 1.2 s: exit status 4");
   expect(FT_LAUNCH_ACT_MPIRUN_SAID);
@@ -954,12 +953,7 @@ END_TEST
 START_TEST(restore_daemon_lost_is_a_loss) {
   /* mpirun loses its daemon on s1 during ft-restore, no restart left:
    * a loss (125, requeued), as in an attempt */
-  ft__launch_config_t c = placed("h1 h2 s1 h4", NULL, 0, 0);
-  c.slurm = 1, c.probe = "srun -N1 -n1 --overlap -w", c.restore_first = 1;
-  make(&c);
-  start();
-  say_at("running ft-restore --mode replace on 4 node(s): h1 h2 s1 h4");
-  run("h1 h2 s1 h4", RESTORE);
+  restore_first(NULL, 0, 0);
   ended(1, "s1", 0);
   say_at("ft-restore ended after 1.2 s: exit status 1");
   expect(FT_LAUNCH_ACT_MPIRUN_SAID);
