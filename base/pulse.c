@@ -308,7 +308,18 @@ static int beats_left(const ft__pulse_t *p, const int *theirs) {
   return left;
 }
 
-static void listening(ft__pulse_t *p, double t, int n);
+/* Silence counts only while we listen: after a pause of ours (held at a
+ * hold point, long local work, the process stopped and continued, the
+ * machine paused) every peer gets one period to be heard again, instead of
+ * being failed for our own deafness.  n: the entries of heard to forgive
+ * (both tables, or the first only where MPI is not listened to). */
+static void listening(ft__pulse_t *p, double t, int n) {
+  if (t - p->polled > p->period_s)
+    for (int i = 0; i < n; i++)
+      if (p->heard[i] < t - p->period_s)
+        p->heard[i] = t - p->period_s;
+  p->polled = t;
+}
 
 /* Our heartbeats still in flight: completed ones are set to null. */
 static int sends_left(ft__pulse_t *p, int *rc) {
@@ -368,7 +379,6 @@ int ft__pulse_end(ft__pulse_t *p) {
       break;
     take_datagrams(p, t);
     listening(p, t, p->size);
-    p->polled = t;
     if (t - sent >= p->period_s) {
       send_datagrams(p);
       sent = t;
@@ -411,19 +421,6 @@ static int send_beats(ft__pulse_t *p, double t) {
   if (p->on_beat)
     p->on_beat(p->on_beat_arg);
   return FT_OK;
-}
-
-/* Silence counts only while we listen: after a pause of ours (held at a
- * hold point, long local work, the process stopped and continued, the
- * machine paused) every peer gets one period to be heard again, instead of
- * being failed for our own deafness.  n: the entries of heard to forgive
- * (both tables, or the first only where MPI is not listened to). */
-static void listening(ft__pulse_t *p, double t, int n) {
-  if (t - p->polled > p->period_s)
-    for (int i = 0; i < n; i++)
-      if (p->heard[i] < t - p->period_s)
-        p->heard[i] = t - p->period_s;
-  p->polled = t;
 }
 
 int ft__pulse_poll(ft__pulse_t *p) {
