@@ -149,4 +149,5 @@ assert_gone() {
   [ "$n" -eq 0 ] || fail "namespaces of $1 left: $(ip netns list | grep "^ftc-$1-" | tr '\n' ' ')"
   [ -z "$(keepers_named "$1")" ] || fail "keepers of $1 left: $(keepers_named "$1" | tr '\n' ' ')"
   [ ! -e "$RUNDIR/$1" ] || fail "state directory $RUNDIR/$1 left"
+  [ ! -e "$RUNDIR/$1.lock" ] || fail "lock file $RUNDIR/$1.lock left"
 }
