@@ -41,7 +41,7 @@ const char ft__launch_usage[] =
     "  --timeout SEC     failure-detection timeout, FT_TIMEOUT (default 60)\n"
     "  --probe CMD       (hostfile, Slurm) \"CMD HOST true\" tells a live "
     "host\n"
-    "  --launcher NAME   the MPI's launcher: ompi4 or mpich,\n"
+    "  --launcher NAME   the MPI's launcher: ompi4, ompi5 or mpich,\n"
     "                    FT_LAUNCHER (default: the MPI ftrt was built with)\n"
     "  --mpirun-arg ARG  one more argument for mpirun (repeatable)\n"
     "  --one-per-node    one rank a node and no SMP (ft-restore, ft-bench)\n"
@@ -445,7 +445,8 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
                          : "");
   if (!a->slurm || !a->probe_tries || !a->launcher || !a->mpirun)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
-  if (!ft__launcher_find(a->launcher))
+  const ft__launcher_t *be = ft__launcher_find(a->launcher);
+  if (!be)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                              "--launcher %s: not a launcher ft-launch knows "
                              "(%s)",
@@ -453,12 +454,13 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
   if (!is_count(a->probe_tries, 1))
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "FT_PROBE_TRIES=%s: expected a number >= 1", a->probe_tries);
-  if (*a->slurm && strcmp(a->launcher, "mpich") == 0)
+  if (*a->slurm && !be->slurm)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
-                  "--launcher mpich in a Slurm allocation: not supported yet "
-                  "(hydra's Slurm launcher has not been tested with ftrt's "
+                  "--launcher %s in a Slurm allocation: not supported yet "
+                  "(its launch through Slurm has not been tested with ftrt's "
                   "recovery); give a --hostfile of the allocation's nodes, or "
-                  "use Open MPI (--launcher ompi4)");
+                  "use Open MPI 4.1 (--launcher ompi4)",
+                  a->launcher);
   if (*a->probe && *a->cluster)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                   "--probe is for --hostfile and Slurm; --cluster pings its "

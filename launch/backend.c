@@ -13,9 +13,9 @@
 
 #include "ftrt.h"
 
-static const ft__launcher_t *const LAUNCHERS[] = {&ft__launcher_ompi4,
-                                                  &ft__launcher_mpich};
-const char ft__launcher_names[] = "ompi4, mpich";
+static const ft__launcher_t *const LAUNCHERS[] = {
+    &ft__launcher_ompi4, &ft__launcher_ompi5, &ft__launcher_mpich};
+const char ft__launcher_names[] = "ompi4, ompi5, mpich";
 
 const ft__launcher_t *ft__launcher_find(const char *name) {
   for (size_t i = 0; i < sizeof(LAUNCHERS) / sizeof(*LAUNCHERS); i++)

@@ -103,6 +103,8 @@ typedef struct ft__launcher {
   const char *name;    /* "ompi4" */
   const char *program; /* its program when none is named ("mpirun") */
   const char *daemon; /* the per-host daemon's process name ("orted") */
+  int slurm; /* 1: tested in a Slurm allocation (others are refused there) */
+  const char *btl; /* the BTLs it picks on the cluster (Open MPI), or NULL */
   /* argv and hostfile of job into cmd (appended), and the launcher's own
    * variables into env (it also names there what the ranks get).  env holds
    * ftrt's already (ft__launch_job_env).  FT_OK, FT_ENOMEM. */
@@ -126,11 +128,12 @@ typedef struct ft__launcher {
                   ft__words_t *argv);
 } ft__launcher_t;
 
-/* Open MPI 4.1 (ompi4.c), MPICH's hydra (mpich.c). */
+/* Open MPI 4.1 and 5 (ompi.c), MPICH's hydra (mpich.c). */
 extern const ft__launcher_t ft__launcher_ompi4;
+extern const ft__launcher_t ft__launcher_ompi5;
 extern const ft__launcher_t ft__launcher_mpich;
 
-/* The backends' names, "ompi4, mpich", for messages. */
+/* The backends' names, "ompi4, ompi5, mpich", for messages. */
 extern const char ft__launcher_names[];
 
 /* The backend named name, or NULL. */

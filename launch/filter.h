@@ -8,7 +8,8 @@
  *            lines at once and in order (one write a line, never cut by
  *            the program's own stdout), and ft-launch's summaries below
  *   HIDE     mpirun's own text, shown with --verbose only: a banner (Open
- *            MPI's show_help text between two lines of 74 dashes) as one
+ *            MPI's show_help text between two lines of 74 dashes, or of 60:
+ *            PRRTE's plm ssh) as one
  *            line, blanks squeezed; a "[host:pid] ..." notice without
  *            "***"; a crash report (below) as one line; a line of mpirun's
  *            own that is no notice, "mpirun: ..." (its "abort is already
@@ -52,8 +53,10 @@
  * here: the caller says the first that matters (mpirun_said).
  *
  * The attempt is failing once the filter has read a banner that says so
- * ("ORTE has lost communication with a remote daemon.", "... noticed that
- * process rank ...", "... noticed that the job aborted ..."), "mpirun
+ * ("ORTE has lost communication with a remote daemon.", PRRTE's "PRTE has
+ * lost ..." and "A daemon failed to report back after being spawned.",
+ * "... noticed that process rank ...", "... noticed that the job aborted
+ * ..."), "mpirun
  * noticed that ..." or "mpirun: abort is already in progress" outside a
  * banner, or the first line of a crash report; or once the caller says so
  * (ft__filter_failing).  From then on a line of the program is LATE instead
@@ -70,8 +73,8 @@
  * dashes too, each line of a crash report), a LATE line is SHOWn after it,
  * and there is no summary (neither a report's, the rank's, nor the count
  * of LATE lines): what is kept and what goes to LATE is the same: --verbose
- * changes what is shown, never what is decided.  A line of 74 dashes holds
- * the lines after it until the next such line; at the end, whatever is
+ * changes what is shown, never what is decided.  A line of 74 (60) dashes
+ * holds the lines after it until the next line of as many; at the end, whatever is
  * held is the program's (a program's own dashes): SHOWn (with --verbose
  * it was, as it came), or LATE where the attempt is failing.  A last line
  * without "\n" is a line at the end.
@@ -124,6 +127,14 @@ int ft__filter_log(ft__filter_t *f, const char *path);
  * under way (the rest of it up to its "\n" skipped) or an output, and the
  * lines after it are read as before. */
 int ft__filter_feed(ft__filter_t *f, const char *buf, size_t n);
+/* The launcher's standard output, which the caller passes on unchanged as
+ * it comes: read only for the launcher's banners (PRRTE's plm ssh writes
+ * its "A daemon failed to report back ..." there).  A banner there, between
+ * two lines of as many dashes (74 or 60), is kept and HIDden as one of
+ * standard error is, and makes the attempt failing as one there does; a
+ * banner still open at the end, or longer than 64 KiB, was the program's:
+ * nothing.  Lines longer than 4 KiB are not looked at.  FT_OK, FT_ENOMEM. */
+int ft__filter_feed_out(ft__filter_t *f, const char *buf, size_t n);
 /* The end of the input: a last line without "\n", what a banner held,
  * the crash reports still open, the counts said.  The filter then reads
  * on as after a "\n" with no banner or report open (the attempt still

@@ -641,8 +641,16 @@ static void ftl_reported(ft__launch_t *m) {
   ftl_attempt_done(m, 125);
 }
 
+/* A launcher that said it lost the daemon on a host of the run did not run
+ * it to its end, whatever its status: PRRTE's mpirun ends with 0 when plm
+ * ssh's remote shell to a host that died ends, the ranks elsewhere still
+ * running.  Its 0 is a failure, the hosts named lost. */
+static int ftl_lost_but_0(const ft__launch_event_t *ev) {
+  return ev->status == 0 && ev->nhosts > 0;
+}
+
 static void ftl_job_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
-  int rc = ev->status;
+  int rc = ftl_lost_but_0(ev) ? 125 : ev->status;
   m->in_job_failed = 0;
   if (m->in_job) {
     m->in_job = 0, m->hold = 0;
@@ -656,7 +664,9 @@ static void ftl_job_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
   ftl_open(m, &t);
   ftl_put(&t, "attempt %d ended after ", m->attempt);
   ftl_put_secs(&t, ev->ms);
-  if (rc == 0)
+  if (ftl_lost_but_0(ev))
+    ftl_put(&t, " s: exit status 0, but mpirun lost a daemon: not a success");
+  else if (rc == 0)
     ftl_put(&t, " s: success");
   else
     ftl_put(&t, " s: exit status %d", rc);
@@ -1079,14 +1089,17 @@ static void ftl_restored(ft__launch_t *m) {
 }
 
 static void ftl_restore_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
-  int rc = ev->status;
+  int lost0 = ftl_lost_but_0(ev);
+  int rc = lost0 ? 125 : ev->status;
   if (rc != 0 && m->verdict)
     rc = 124;
   ftl_text_t t;
   ftl_open(m, &t);
   ftl_put(&t, "ft-restore ended after ");
   ftl_put_secs(&t, ev->ms);
-  ftl_put(&t, " s: exit status %d", rc);
+  ftl_put(&t, " s: exit status %d", lost0 ? 0 : rc);
+  if (lost0)
+    ftl_put(&t, ", but mpirun lost a daemon: not a success");
   ftl_say_text(m, FT_LAUNCH_SAY_STAMP, &t);
   if (rc != 0)
     ftl_act(m, FT_LAUNCH_ACT_MPIRUN_SAID);
@@ -1124,7 +1137,7 @@ static void ftl_restore_exit(ft__launch_t *m, const ft__launch_event_t *ev) {
        * (125) */
       ftl_text_t t;
       ftl_open(m, &t);
-      ftl_put(&t, "ft-restore failed (exit %d): ", rc);
+      ftl_put(&t, "ft-restore failed (exit %d): ", ev->status);
       ftl_put_named_by(&t, (ev->flags & FT_LAUNCH_SLURM_NAMED) != 0, 0);
       for (int i = 0; i < ev->nhosts; i++)
         ftl_put(&t, "%s%s", i ? " " : "", ev->hosts[i]);

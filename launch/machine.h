@@ -46,6 +46,8 @@
  *                                                       (restore_first)
  *   RUNNING    --unreachable--> RUNNING     : SAY the verdict, END (once a run)
  *   RUNNING    --exit 0-->      DONE        : SAY ended, [SAY done], EXIT 0
+ *   (an exit 0 that names lost daemons, PRRTE's, is taken as status 125:
+ *   RUNNING as below, RESTORING as its exit 125)
  *   RUNNING    --exit-->        [failed 124]: SAY ended         after a verdict
  *   RUNNING    --exit-->        FINDING     : SAY ended, PROBE the hosts
  *                                             mpirun did not name  (status > 0)

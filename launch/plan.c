@@ -656,12 +656,13 @@ int ft__launch_dry_lines(const ft__launch_plan_t *p, const ft__launch_args_t *a,
       rc = ft__text_addf(out, " (%s tries)\n", a->probe_tries);
   }
   const char *btl = ft__env_str(env, "OMPI_MCA_btl");
-  if (rc == FT_OK && *a->cluster && *btl &&
+  const ft__launcher_t *be = ft__launcher_find(a->launcher);
+  if (rc == FT_OK && *a->cluster && *btl && be && be->btl &&
       !ft__launch_mca_given(extra_of(a), a->extra.n, "btl"))
     rc = ft__text_addf(out,
                        "# environment: OMPI_MCA_btl=%s (the BTLs, instead of "
-                       "tcp,vader,self)\n",
-                       btl);
+                       "%s)\n",
+                       btl, be->btl);
   return rc;
 }
 

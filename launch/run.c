@@ -73,6 +73,7 @@ typedef struct drv {
   ft__stamps_t ts;            /* TS: the recovery under way */
   ft__text_t account;         /* the stamps the relaunch under way got */
   ft__text_t later;           /* its account, held back for after the job */
+  int out_broken;             /* our standard output's reader went */
   int tell_later;             /* hold it back: our stdout and stderr are one
                                  file, where a line of ours could land
                                  inside one of the job's */
@@ -87,7 +88,7 @@ typedef struct drv {
   /* The launch under way. */
   pid_t mpirun;
   pid_t watchdog;
-  int err_fd, verdict_fd;
+  int err_fd, out_fd, verdict_fd;
   ft__filter_t *filter;
   FILE *log; /* --log, while a launch runs */
   unsigned run_flags;
@@ -257,7 +258,9 @@ static void verbose_line(drv_t *d, const ft__launch_cmd_t *cmd) {
 }
 
 /* Start the launcher: stdin ours (the program) or none (ft-restore), its
- * standard error on a pipe of ours. */
+ * standard error and its standard output each on a pipe of ours (the
+ * output is passed on as it comes, and read for the launcher's banners:
+ * filter.h's ft__filter_feed_out). */
 static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
   ft__words_t argv = FT__WORDS_INIT;
   ft__words_addv(&argv, (const char *const *)d->c->plan->runner.v,
@@ -273,8 +276,15 @@ static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
   if (ft__env_command(d->c->env, argv.v[0], &path) != 1)
     ft__text_add(&path, argv.v[0]);
   ft__env_set(d->c->env, "FTRT_LAUNCH_ID", d->id);
-  int p[2];
+  int p[2], o[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
+    ft__text_free(&path);
+    ft__words_free(&argv);
+    return -1;
+  }
+  if (pipe2(o, O_CLOEXEC) != 0) {
+    close(p[0]);
+    close(p[1]);
     ft__text_free(&path);
     ft__words_free(&argv);
     return -1;
@@ -288,6 +298,7 @@ static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     dup2(p[1], 2);
+    dup2(o[1], 1);
     if (!stdin_ours) {
       int null = open("/dev/null", O_RDONLY);
       if (null > 0) {
@@ -305,14 +316,18 @@ static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
   }
   ft__env_unset(d->c->env, "FTRT_LAUNCH_ID");
   close(p[1]);
+  close(o[1]);
   ft__text_free(&path);
   ft__words_free(&argv);
   if (pid < 0) {
     close(p[0]);
+    close(o[0]);
     return -1;
   }
   d->mpirun = pid;
   d->err_fd = p[0];
+  d->out_fd = o[0];
+  d->out_broken = 0;
   return 0;
 }
 
@@ -440,6 +455,25 @@ static void read_err(drv_t *d) {
   }
 }
 
+/* The launcher's standard output: to ours as it came (once a write to ours
+ * failed, its reader gone, it is read and dropped: the job goes on), and
+ * to the filter. */
+static void read_out(drv_t *d) {
+  char buf[65536];
+  ssize_t n = read(d->out_fd, buf, sizeof(buf));
+  if (n > 0) {
+    if (!d->out_broken && ft__proc_write_all(1, buf, (size_t)n) != 0)
+      d->out_broken = 1;
+    if (d->filter) {
+      ft__filter_feed_out(d->filter, buf, (size_t)n);
+      filter_outputs(d);
+    }
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    close(d->out_fd);
+    d->out_fd = -1;
+  }
+}
+
 /* END: TERM now, KILL 2 s later (the loop sends it). */
 static void end_launch(drv_t *d) {
   if (d->mpirun <= 0 || d->end_at)
@@ -522,15 +556,16 @@ static int next_signal(drv_t *d) {
  * machine said EXIT on a signal). */
 static int wait_launch(drv_t *d) {
   while (d->mpirun > 0) {
-    struct pollfd p[3] = {{sig_pipe[0], POLLIN, 0},
+    struct pollfd p[4] = {{sig_pipe[0], POLLIN, 0},
                           {d->err_fd, POLLIN, 0},
-                          {d->verdict_fd, POLLIN, 0}};
+                          {d->verdict_fd, POLLIN, 0},
+                          {d->out_fd, POLLIN, 0}};
     int timeout = -1;
     if (d->end_at) {
       double left = d->end_at - mono_now();
       timeout = left > 0 ? (int)(left * 1000) + 1 : 0;
     }
-    int n = poll(p, 3, timeout);
+    int n = poll(p, 4, timeout);
     if (n < 0 && errno != EINTR)
       return FT_LAUNCH_EXIT_FAIL;
     if (p[0].revents) {
@@ -539,6 +574,8 @@ static int wait_launch(drv_t *d) {
     }
     if (p[1].revents)
       read_err(d);
+    if (p[3].revents)
+      read_out(d);
     if (p[2].revents) {
       ft__launch_event_t ev = {0};
       char host[128];
@@ -580,17 +617,25 @@ static void teardown(drv_t *d) {
   if (d->id[0])
     ft__leftovers_kill(d->id);
   double until = mono_now() + 10.0;
-  while (d->err_fd >= 0) {
+  while (d->err_fd >= 0 || d->out_fd >= 0) {
     double left = until - mono_now();
     if (left <= 0)
       break;
-    struct pollfd p = {d->err_fd, POLLIN, 0};
-    if (poll(&p, 1, (int)(left * 1000) + 1) > 0)
-      read_err(d);
+    struct pollfd p[2] = {{d->err_fd, POLLIN, 0}, {d->out_fd, POLLIN, 0}};
+    if (poll(p, 2, (int)(left * 1000) + 1) > 0) {
+      if (p[0].revents)
+        read_err(d);
+      if (p[1].revents)
+        read_out(d);
+    }
   }
   if (d->err_fd >= 0) {
     close(d->err_fd);
     d->err_fd = -1;
+  }
+  if (d->out_fd >= 0) {
+    close(d->out_fd);
+    d->out_fd = -1;
   }
   if (d->filter) {
     ft__filter_end(d->filter);
@@ -1146,7 +1191,7 @@ static void signals_on(void) {
 }
 
 int ft__launch_run(const ft__launch_ctx_t *ctx) {
-  drv_t d = {.c = ctx, .err_fd = -1, .verdict_fd = -1};
+  drv_t d = {.c = ctx, .err_fd = -1, .out_fd = -1, .verdict_fd = -1};
   ft__text_t probe_text = FT__TEXT_INIT;
   signals_on();
   find_program(&d, "FT_RESTORE", "ft-restore", d.restore, sizeof(d.restore));

@@ -207,6 +207,13 @@ same mpich-agent-arg -- --dry-run --launcher=mpich --hostfile "$WORK/hosts" --mp
   -launcher --mpirun-arg rsh -- prog
 same mpich-program FT_MPIRUN=/opt/mpich/bin/mpiexec -- --dry-run --launcher mpich -- prog
 same mpich-slurm 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --launcher mpich -- prog
+same ompi5 FT_LAUNCHER=ompi5 -- --dry-run --nodes 3 --ppn 2 -- prog
+same ompi5-hostfile -- --dry-run --launcher ompi5 --hostfile "$WORK/hosts" --spares 1 -- prog
+same ompi5-agent PRTE_MCA_plm_ssh_agent=${WORK}/agents/myrsh FT_LAUNCHER=ompi5 -- --dry-run \
+  --hostfile "$WORK/hosts" -- prog
+same ompi5-agent-arg OMPI_MCA_plm_rsh_agent=nosuch -- --dry-run --launcher=ompi5 --hostfile "$WORK/hosts" \
+  --mpirun-arg --prtemca --mpirun-arg plm_ssh_agent --mpirun-arg "${WORK}/agents/myrsh -x" -- prog
+same ompi5-slurm 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --launcher ompi5 -- prog
 same launcher-bad -- --dry-run --launcher lam -- prog
 same launcher-bad-env FT_LAUNCHER=mpich4 -- --dry-run -- prog
 same launcher-empty -- --dry-run --launcher '' -- prog
@@ -233,6 +240,8 @@ else
   "$FT_CLUSTER_CMD" heal h2 --name "$CL" >/dev/null || fail "ft-cluster heal h2"
   same cluster-mpich -- --dry-run --cluster "$CL" --launcher mpich --ppn 2 -- prog
   same cluster-mpich-ucx UCX_TLS=tcp -- --dry-run --cluster "$CL" --launcher mpich -- prog
+  same cluster-ompi5 -- --dry-run --cluster "$CL" --launcher ompi5 --ppn 2 -- prog
+  same cluster-ompi5-btl OMPI_MCA_btl=self,tcp -- --dry-run --cluster "$CL" --launcher ompi5 -- prog
 fi
 
 # The ft-python next to ft-launch (the build's), after the rest: both see it.

@@ -1,10 +1,11 @@
 /*
- * The Open MPI 4.1 launcher backend (launch/ompi4.c through
- * launch/backend.h): the mpirun command line of each placement (this host,
- * virtual nodes, a hostfile, Slurm, the cluster with its BTL, PML and yield
- * rules, a code lowered after a shrink, ft-restore's one rank a node), the
- * lost-daemon parser on ORTE's banner as mpirun's filter keeps it, the
- * agent, the probe and host commands; then summary()'s lines of
+ * The Open MPI launcher backends (launch/ompi.c through launch/backend.h):
+ * 4.1's mpirun command line of each placement (this host, virtual nodes, a
+ * hostfile, Slurm, the cluster with its BTL, PML and yield rules, a code
+ * lowered after a shrink, ft-restore's one rank a node), the lost-daemon
+ * parser on ORTE's banner as mpirun's filter keeps it, the agent, the
+ * probe and host commands; Open MPI 5's spellings of the same (PRRTE's
+ * parameters, its banners, its agent); then summary()'s lines of
  * launch/plan.h, which no --dry-run prints.  Expected command lines are
  * written as the words joined by single spaces.
  */
@@ -539,6 +540,109 @@ START_TEST(summary_lines) {
 }
 END_TEST
 
+/* ---- Open MPI 5 (PRRTE) ---- */
+
+static const ft__launcher_t *const O5 = &ft__launcher_ompi5;
+
+/* The cluster in PRRTE's words: its parameters through --prtemca, plm ssh,
+ * the sm BTL; the MPI layer's (btl, pml, yield) through --mca; no ORTE
+ * variable. */
+START_TEST(ompi5_cluster) {
+  ft__env_t env;
+  env_of(&env, "FT_CLUSTER=c1");
+  ft__launch_job_t j = job_cluster(3, 2);
+  ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
+  ck_assert_int_eq(ft__launch_job_env(&j, &env), FT_OK);
+  ck_assert_int_eq(O5->build(&j, &env, &c), FT_OK);
+  words_are(&c.argv,
+            "mpirun --oversubscribe --bind-to none --prtemca plm ssh "
+            "--prtemca plm_ssh_agent /s/ft-rsh --prtemca plm_ssh_no_tree_spawn "
+            "1 --mca btl_tcp_if_include eth0 --prtemca oob_tcp_if_include eth0 "
+            "--mca btl tcp,sm,self --mca pml ob1 --hostfile F --map-by "
+            "ppr:2:node -np 6 -x FTRT_LAUNCH_ID --mca mpi_yield_when_idle 1 "
+            "-x FT_CLUSTER -x FT_JOB -x FT_TIMEOUT prog a");
+  ck_assert_str_eq(c.hostfile.s, "h1 slots=2\nh2 slots=2\nh3 slots=2\n");
+  ck_assert_str_eq(ft__env_str(&env, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
+  ck_assert_ptr_null(ft__env_get(&env, "OMPI_MCA_rmaps_base_oversubscribe"));
+  ck_assert_str_eq(O5->daemon, "prted");
+  ck_assert_int_eq(O5->slurm, 0);
+  ck_assert_int_eq(BE->slurm, 1);
+  ck_assert_ptr_eq(ft__launcher_find("ompi5"), O5);
+  cmd_free(&c);
+  ft__env_free(&env);
+}
+END_TEST
+
+/* PRRTE's node-died banner ("[NSPACE,R]") and plm ssh's message ("Remote
+ * host: HOST"), as the filter keeps them; ORTE's is not PRRTE's. */
+START_TEST(ompi5_lost) {
+  ft__text_t kept = FT__TEXT_INIT;
+  ft__words_t hosts = FT__WORDS_INIT;
+  kept_banner(&kept, "PRTE has lost communication with a remote daemon.\n\n"
+                     "  HNP daemon   : [prterun-head-1@0,0] on node head\n"
+                     "  Remote daemon: [prterun-head-1@0,4] on node h4\n\n"
+                     "This is usually due to either a failure\n");
+  kept_banner(&kept, "A daemon failed to report back after being spawned. "
+                     "This could\nbe due to several factors ... back to "
+                     "prterun:\n\n  Local host:    head\n  Remote host:   "
+                     "s1.rack-2\n  Daemon exit status: 0\n\nThis may also "
+                     "be caused by a firewall\n");
+  orte_lost(&kept, "h3", 3);
+  kept_banner(&kept, "A daemon failed to report back after being spawned. "
+                     "Local host: head Remote host: h4 Daemon exit status: "
+                     "255\n");
+  ck_assert_int_eq(O5->lost(kept.s, &hosts), FT_OK);
+  words_are(&hosts, "h4 s1.rack-2");
+  ft__words_free(&hosts);
+  ft__text_free(&kept);
+  /* The daemon's name: [NSPACE,R] without blanks or brackets in NSPACE,
+   * R digits; the host then a blank. */
+  ck_assert_int_eq(
+      O5->lost("PRTE has lost communication with a remote daemon. Remote "
+               "daemon: [a b@0,1] on node h5 .\n"
+               "PRTE has lost communication with a remote daemon. Remote "
+               "daemon: [a@0,x] on node h6 .\n"
+               "PRTE has lost communication with a remote daemon. Remote "
+               "daemon: [a[0,1] on node h7 .\n"
+               "PRTE has lost communication with a remote daemon. Remote "
+               "daemon: [,1] on node h8 .\n"
+               "PRTE has lost communication with a remote daemon. Remote "
+               "daemon: [p@0,12] on node h9\n"
+               "Remote host: h10 A daemon failed to report back after being "
+               "spawned.\n",
+               &hosts),
+      FT_OK);
+  words_are(&hosts, "h8");
+  ft__words_free(&hosts);
+}
+END_TEST
+
+/* The agent: PRTE_MCA_plm_ssh_agent (ORTE's variable is not PRRTE's),
+ * then --prtemca plm_ssh_agent wins. */
+START_TEST(ompi5_agent) {
+  static const char *const extra[] = {"--prtemca", "plm_ssh_agent",
+                                      "nosuch3 -q"};
+  ft__env_t env;
+  ft__words_t w = FT__WORDS_INIT;
+  ft__launch_job_t j = job_here();
+  env_of(&env, "PATH=/nonexistent:/bin:/usr/bin");
+  ck_assert_int_eq(ft__env_set(&env, "OMPI_MCA_plm_rsh_agent", "sh -e"),
+                   FT_OK);
+  ck_assert_int_eq(O5->agent(&j, &env, &w), FT_OK);
+  words_are(&w, "ssh");
+  ck_assert_int_eq(
+      ft__env_set(&env, "PRTE_MCA_plm_ssh_agent", "nosuch : sh  -x"), FT_OK);
+  ck_assert_int_eq(O5->agent(&j, &env, &w), FT_OK);
+  words_are(&w, "sh -x");
+  j.extra = extra;
+  j.nextra = 3;
+  ck_assert_int_eq(O5->agent(&j, &env, &w), FT_OK);
+  words_are(&w, "nosuch3 -q");
+  ft__words_free(&w);
+  ft__env_free(&env);
+}
+END_TEST
+
 /* $((N)): a leading 0 is octal, a digit past the base refused. */
 START_TEST(bash_arithmetic) {
   int64_t v = -1;
@@ -576,6 +680,11 @@ Suite *unit_suite(unit_prog_t *prog) {
   tc = tcase_create("ompi4 hosts");
   tcase_add_test(tc, agent_choice);
   tcase_add_test(tc, probe_and_host_commands);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("ompi5");
+  tcase_add_test(tc, ompi5_cluster);
+  tcase_add_test(tc, ompi5_lost);
+  tcase_add_test(tc, ompi5_agent);
   suite_add_tcase(s, tc);
   tc = tcase_create("plan summary");
   tcase_add_test(tc, summary_lines);

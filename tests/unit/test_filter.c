@@ -31,6 +31,9 @@
 #define DASHES                                                                 \
   "------------------------------------------------------------------"         \
   "--------"
+/* PRRTE's plm ssh frames its message with 60. */
+#define DASHES60                                                               \
+  "------------------------------------------------------------"
 
 static const char *const KIND[] = {"",        "SHOW", "HIDE",   "TIMES",
                                    "PREPARE", "TELL", "STAMPS", "LATE"};
@@ -469,6 +472,87 @@ START_TEST(lost_daemon_holds_program) {
         "HIDE [h1:2] notice\n"
         "LATE " DASHES "\n"
         "LATE last\n" HELD(6));
+}
+END_TEST
+
+/* PRRTE's messages of a lost daemon: its node-died banner, and plm ssh's
+ * between lines of 60 dashes, close only on as many (a 74 inside a 60 is
+ * held; a 60 alone at the end was the program's). */
+START_TEST(prrte_banners) {
+  check(NULL, 0,
+        DASHES60 "\nA daemon failed to report back after being spawned. This "
+        "could\n  Local host:    head\n  Remote host:   h2\n" DASHES
+        "\n" DASHES60 "\nsaid\n",
+        "HIDE A daemon failed to report back after being spawned. This could "
+        "Local host: head Remote host: h2 " DASHES "\n"
+        "LATE said\n" HELD(1));
+  check(NULL, 0,
+        DASHES "\nPRTE has lost communication with a remote daemon.\n" DASHES
+        "\nsaid\n",
+        "HIDE PRTE has lost communication with a remote daemon.\n"
+        "LATE said\n" HELD(1));
+  check(NULL, 0, "a\n" DASHES60 "\nb\n",
+        "SHOW a\nSHOW " DASHES60 "\nSHOW b\n");
+}
+END_TEST
+
+/* The launcher's standard output, passed on by the caller, is read for its
+ * banners only: kept and HIDden (for the log), failing as on standard
+ * error; no line of it is SHOWn or held; a banner never closed, a line
+ * past 4 KiB, nothing. */
+static char *out_filtered(const char *in, size_t piece, ft__filter_t **keep) {
+  ft__filter_t *f;
+  ft__text_t t = FT__TEXT_INIT;
+  size_t len = strlen(in);
+  ck_assert_int_eq(ft__filter_new(&f, ID, NULL, 0), FT_OK);
+  for (size_t i = 0; i < len;) {
+    size_t n = piece && piece < len - i ? piece : len - i;
+    ck_assert_int_eq(ft__filter_feed_out(f, in + i, n), FT_OK);
+    i += n;
+  }
+  ck_assert_int_eq(ft__filter_feed(f, "then\n", 5), FT_OK);
+  ck_assert_int_eq(ft__filter_end(f), FT_OK);
+  drain(f, &t);
+  ck_assert_int_eq(ft__text_add(&t, ""), FT_OK);
+  *keep = f;
+  return t.s;
+}
+
+START_TEST(output_banners) {
+  static const size_t pieces[] = {0, 1, 3};
+  for (size_t i = 0; i < sizeof(pieces) / sizeof(*pieces); i++) {
+    ft__filter_t *f;
+    char *got = out_filtered(
+        "step 1\n" DASHES60 "\nA daemon failed to report back after being "
+        "spawned.\n\n  Remote host:   h2\n" DASHES60 "\nstep 2\n",
+        pieces[i], &f);
+    ck_assert_str_eq(got, "HIDE A daemon failed to report back after being "
+                          "spawned. Remote host: h2\n"
+                          "LATE then\n" HELD(1));
+    ck_assert_str_eq(ft__filter_hidden(f),
+                     "A daemon failed to report back after being spawned. "
+                     "Remote host: h2\n");
+    ft__free(got);
+    ft__filter_free(f);
+  }
+  /* The program's dashes: a table, never closed; nothing kept, nothing
+   * failing. */
+  ft__filter_t *f;
+  char *got = out_filtered(DASHES "\nname value\n" DASHES60 "\nx\n", 0, &f);
+  ck_assert_str_eq(got, "SHOW then\n");
+  ck_assert_str_eq(ft__filter_hidden(f), "");
+  ft__free(got);
+  ft__filter_free(f);
+  /* A long line is skipped to its end; the next line is read. */
+  char *in = ft__malloc(9000);
+  ck_assert_ptr_nonnull(in);
+  memset(in, '-', 8000);
+  strcpy(in + 8000, "\n" DASHES "\nNo banner said\n" DASHES "\n");
+  got = out_filtered(in, 0, &f);
+  ck_assert_str_eq(got, "HIDE No banner said\nSHOW then\n");
+  ft__free(got);
+  ft__free(in);
+  ft__filter_free(f);
 }
 END_TEST
 
@@ -1087,6 +1171,8 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, crash_reports_interleaved);
   tcase_add_test(tc, crash_reports_capped);
   tcase_add_test(tc, lost_daemon_holds_program);
+  tcase_add_test(tc, prrte_banners);
+  tcase_add_test(tc, output_banners);
   tcase_add_test(tc, caller_says_failing);
   tcase_add_test(tc, verbose_failing);
   tcase_add_test(tc, failing_bytes);

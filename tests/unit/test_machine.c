@@ -362,6 +362,48 @@ START_TEST(one_lost_with_spare) {
 }
 END_TEST
 
+/* PRRTE's mpirun ends with 0 when it lost a daemon (its remote shell to a
+ * host that died ended): not a success; the host it named is lost and a
+ * spare takes its place, as after a failed status. */
+START_TEST(lost_daemon_status_0_is_a_failure) {
+  make_placed("h1 h2 h3 h4", "s1 s2", 2, 2);
+  first_attempt("h1 h2 h3 h4", HOLD | PREP);
+  ended(0, "h2", 0);
+  say_at("attempt 1 ended after 1.2 s: exit status 0, but mpirun lost a "
+         "daemon: not a success");
+  probe("h1 h3 h4", 3);
+  probed(NULL);
+  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
+         "or partitioned): h2");
+  say("restart 1 of 2: attempt failed with status 125; recovering");
+  probe("s1 s2", 3);
+  probed(NULL);
+  say("lost host(s): h2; replacing them with spare(s) s1");
+  relaunch_in_job(1, 2, 2, "h1 s1 h3 h4", "replace", HOLD | PREP);
+  ended(0, NULL, OK_JOB);
+  expect(FT_LAUNCH_ACT_HELD);
+  say_at("attempt 2 ended after 1.2 s: success");
+  say_at("done: success after 1 restart(s): h2 -> s1");
+  leaves(0);
+}
+END_TEST
+
+/* Without restarts the same 0 leaves with 125, the host named. */
+START_TEST(lost_daemon_status_0_no_restart) {
+  make_placed("h1 h2", NULL, 0, 0);
+  first_attempt("h1 h2", HOLD);
+  ended(0, "h2", 0);
+  say_at("attempt 1 ended after 1.2 s: exit status 0, but mpirun lost a "
+         "daemon: not a success");
+  probe("h1", 3);
+  probed(NULL);
+  say_at("job failed; mpirun lost its daemon on host(s) of the job (killed "
+         "or partitioned): h2");
+  leaves(125);
+  ck_assert_int_eq(ft__launch_lost_end(M), 1);
+}
+END_TEST
+
 START_TEST(one_lost_no_spare_shrinks) {
   /* regroup: no spare, shrink to the survivors; build_mpirun lowers the code */
   ft__launch_config_t c = placed("h1 h2 h3 h4", NULL, 0, 1);
@@ -958,6 +1000,20 @@ START_TEST(restore_daemon_lost_is_a_loss) {
   say_at("ft-restore ended after 1.2 s: exit status 1");
   expect(FT_LAUNCH_ACT_MPIRUN_SAID);
   say("ft-restore failed (exit 1): mpirun lost its daemon on s1");
+  leaves(125);
+  ck_assert_int_eq(ft__launch_lost_end(M), 1);
+}
+END_TEST
+
+/* ft-restore's mpirun ends with 0 but lost its daemon on s1: no restore
+ * (its ranks may not have ended), a loss as with a failed status. */
+START_TEST(restore_daemon_lost_status_0) {
+  restore_first(NULL, 0, 0);
+  ended(0, "s1", 0);
+  say_at("ft-restore ended after 1.2 s: exit status 0, but mpirun lost a "
+         "daemon: not a success");
+  expect(FT_LAUNCH_ACT_MPIRUN_SAID);
+  say("ft-restore failed (exit 0): mpirun lost its daemon on s1");
   leaves(125);
   ck_assert_int_eq(ft__launch_lost_end(M), 1);
 }
@@ -1601,9 +1657,12 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, restore_first_restore_job_restart);
   tcase_add_test(tc, shrunk_requeue_lowers_code);
   tcase_add_test(tc, restore_daemon_lost_is_a_loss);
+  tcase_add_test(tc, restore_daemon_lost_status_0);
   tcase_add_test(tc, clean_run_without_restarts);
   tcase_add_test(tc, rank_failure_no_host_lost);
   tcase_add_test(tc, one_lost_with_spare);
+  tcase_add_test(tc, lost_daemon_status_0_is_a_failure);
+  tcase_add_test(tc, lost_daemon_status_0_no_restart);
   tcase_add_test(tc, one_lost_no_spare_shrinks);
   tcase_add_test(tc, shrink_keeps_m_else_one_plus);
   tcase_add_test(tc, restarts_exhausted);
