@@ -21,32 +21,17 @@
  * environment) and write what they return; the caller writes the
  * hostfile, starts and probes.
  *
- * ompi4 (ompi4.c) is Open MPI 4.1's mpirun, the bash ft-launch's behaviour:
- * orted started over the rsh launcher (ft-rsh on an ft-cluster, the
- * configured agent on a hostfile's hosts, Slurm's own plm in an
- * allocation), the ORTE banner "ORTE has lost communication with a remote
- * daemon. ... Remote daemon: [[J,0],N] on node HOST ...", and the agent of
- * --mca plm_rsh_agent, OMPI_MCA_plm_rsh_agent or "ssh : rsh".
+ * ompi4 and ompi5 (ompi.c) are Open MPI 4.1's and 5's mpirun, the same
+ * command line with each runtime's spellings: orted (ORTE) or prted
+ * (PRRTE) started over the rsh/ssh launcher (ft-rsh on an ft-cluster, the
+ * configured agent on a hostfile's hosts, Slurm's own plm in an allocation
+ * for ompi4), the banners of a lost daemon ("ORTE has lost communication
+ * with a remote daemon. ... Remote daemon: [[J,0],N] on node HOST ...";
+ * PRRTE's "PRTE has lost ..." and plm ssh's "A daemon failed to report
+ * back ... Remote host: HOST"), and the agent of plm_rsh_agent
+ * (plm_ssh_agent) or "ssh : rsh".  mpich (mpich.c) is MPICH's hydra.
  *
- * What the backends still to come provide, from their documentation:
- *   Open MPI 5 (mpirun/prterun on PRRTE): build as ompi4's (--hostfile F,
- *     lines "HOST slots=K", --map-by ppr:K:node, -np N, -x NAME), with the
- *     runtime's parameters as --prtemca NAME V (plm_ssh_agent for
- *     plm_rsh_agent, PRTE_MCA_rmaps_default_mapping_policy for the
- *     oversubscription of OMPI_MCA_rmaps_base_oversubscribe) and the MPI
- *     layer's as --mca; daemon prted; lost: PRRTE's banner "PRTE has lost
- *     communication with a remote daemon. HNP daemon : ... Remote daemon:
- *     [NSPACE,R] on node HOST ..." (help-errmgr-base.txt, node-died);
- *     agent: --prtemca plm_ssh_agent, PRTE_MCA_plm_ssh_agent, else "ssh :
- *     rsh".
- *   MPICH hydra (mpiexec): build: mpiexec -launcher rsh|ssh
- *     [-launcher-exec AGENT] -f HOSTFILE (lines "HOST:K") -ppn K -n N
- *     -genvlist FT_JOB,FT_TIMEOUT,... (its -genvlist for -x); daemon
- *     hydra_pmi_proxy; lost: hydra writes no banner naming the host: its
- *     lines are "[mpiexec@HEAD] ..." and the remote shell's own ("ssh:
- *     connect to host HOST ..."), so lost names at most what the agent
- *     said, and the probe decides for the rest; agent: -launcher-exec or
- *     HYDRA_LAUNCHER_EXEC, else ssh.
+ * The backend still to come, from its documentation:
  *   Slurm (srun as the launcher): build: srun -N N -n N*K
  *     --ntasks-per-node K -w h1,h2,... (no hostfile; --export=ALL passes
  *     the environment whole); daemon slurmstepd; lost: "srun: error: Node
