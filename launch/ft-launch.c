@@ -1,10 +1,10 @@
 /*
  * ft-launch: the supervisor's main.  The command line and its environment
  * (launch/args.h), the placement and the probe (launch/plan.h), and the
- * launcher's command line from its backend (launch/backend.h, Open MPI
- * 4.1); --help, the refusals (exit 1 and 2, the bash script's lines), and
- * --dry-run, which prints the "# hostfile:", "# spares:", "# probe:" and
- * "# environment:" lines and the command line quoted as bash's printf %q
+ * launcher's command line from its backend (launch/backend.h); --help,
+ * the refusals (exit 1 and 2, the bash script's lines), and --dry-run,
+ * which prints the "# hostfile:", "# spares:", "# probe:", "# environment:"
+ * and "# launch environment:" lines and the command line quoted as bash's printf %q
  * quotes it.  Any other run is the job, to its end (launch/run.h), and
  * exits with its status.
  *
@@ -179,12 +179,36 @@ static int build(launch_t *l, const ft__launcher_t *be) {
   return fclose(f) == 0 ? 0 : -1;
 }
 
-/* --dry-run: the plan's lines, then the command line, each word %q-quoted
- * and followed by a space. */
+/* "# launch environment: NAME=VALUE" (the value %q-quoted) for each
+ * variable the launch gets that ft-launch's own environment has not, or
+ * has with another value: what ft-launch and the backend set (ft-bench
+ * starts its floor's launches with them). */
+static int dry_env_lines(const launch_t *l, ft__text_t *out) {
+  ft__words_t names = FT__WORDS_INIT;
+  int rc = ft__env_names(&l->env, "", &names);
+  for (int i = 0; rc == FT_OK && i < names.n; i++) {
+    const char *v = ft__env_str(&l->env, names.v[i]);
+    const char *was = getenv(names.v[i]);
+    if (was && strcmp(was, v) == 0)
+      continue;
+    rc = ft__text_addf(out, "# launch environment: %s=", names.v[i]);
+    if (rc == FT_OK)
+      rc = ft__quote_word(out, v);
+    if (rc == FT_OK)
+      rc = ft__text_add(out, "\n");
+  }
+  ft__words_free(&names);
+  return rc;
+}
+
+/* --dry-run: the plan's lines, the launch's environment, then the command
+ * line, each word %q-quoted and followed by a space. */
 static int dry_run(launch_t *l) {
   ft__text_t out = FT__TEXT_INIT;
   int rc = ft__launch_dry_lines(&l->plan, &l->args, &l->env,
                                 ft__text_str(&l->cmd.hostfile), &out);
+  if (rc == FT_OK)
+    rc = dry_env_lines(l, &out);
   const ft__words_t *parts[] = {&l->plan.runner, &l->cmd.argv};
   for (int p = 0; p < 2; p++)
     for (int i = 0; rc == FT_OK && i < parts[p]->n; i++) {
