@@ -109,7 +109,15 @@ int ft__leftovers_kill(const char *id) {
     }
     for (int i = 0; i < pids.n; i++)
       kill((pid_t)strtol(pids.v[i], NULL, 10), SIGKILL);
-    ft__proc_sleep_ms(200);
+    /* Gone once none is found (a zombie's environment reads empty): up to
+     * 0.2 s for that, looked at every 10 ms. */
+    for (int t = 0; t < 20 && pids.n; t++) {
+      ft__proc_sleep_ms(10);
+      ft__words_free(&pids);
+      find(entry.s, &pids);
+    }
+    if (pids.n == 0)
+      break;
   }
   ft__words_free(&pids);
   ft__text_free(&entry);
