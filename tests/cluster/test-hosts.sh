@@ -113,6 +113,16 @@ grep -q '^h2 .*partitioned' <<<"$("$X" status)" || fail "status: $("$X" status)"
 "$X" ping h2 >/dev/null || fail "h2 unreachable after heal"
 ok "partition cuts h2 off, heal brings it back"
 
+# A host being killed is down from the kill's first step, its mark, though
+# its network still answers until its processes are gone (a launcher that
+# ends the job then must not find it alive): the mark alone, put back.
+touch "/run/ftrt-cluster/$CL/killed/h3"
+out=$("$X" ping h1 h3 h4); rc=$?
+rm -f "/run/ftrt-cluster/$CL/killed/h3"
+[ "$out" = h3 ] && [ $rc -eq 1 ] || fail "ping of a host marked killed: '$out' (exit $rc)"
+"$X" ping h3 >/dev/null || fail "h3 unreachable once its mark is gone"
+ok "ping: a host marked killed is down at once"
+
 # watch: a line HOST a host's answer (others "-"); it ends with its reader
 # even where SIGPIPE is ignored (ping ignores EPIPE then), and leaves no
 # ping on the head; a partitioned host does not answer.
