@@ -459,7 +459,7 @@ static int check_placement(ft__launch_args_t *a, const ft__env_t *env,
                   "--launcher %s in a Slurm allocation: not supported yet "
                   "(its launch through Slurm has not been tested with ftrt's "
                   "recovery); give a --hostfile of the allocation's nodes, or "
-                  "use Open MPI 4.1 (--launcher ompi4)",
+                  "use a build of ftrt with Open MPI 4.1",
                   a->launcher);
   if (*a->probe && *a->cluster)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,

@@ -30,8 +30,8 @@
 #include "base/alloc.h"
 #include "ftrt.h"
 
-/* A banner's lines of dashes: Open MPI's and PRRTE's show_help (74), and
- * the 60 of PRRTE's plm ssh ("A daemon failed to report back ..."). */
+/* A banner's lines of dashes (Open MPI's and PRRTE's show_help); PRRTE's
+ * plm ssh frames its message on standard output with 60. */
 #define DASHES_LEN 74
 #define DASHES_SHORT 60
 
@@ -80,7 +80,7 @@ struct ft__filter {
   unsigned seen;            /* a bit per kind: its first line came */
   ft__text_t line;          /* the line under way, until its "\n" */
   int skip;                 /* the line under way was lost: up to its "\n" */
-  size_t inside;            /* after a line of dashes: its length */
+  int inside;               /* after a line of dashes */
   ft__text_t held;          /* the lines held since, each after a "\n" */
   ft__text_t times, hidden; /* kept */
   ft__text_t arena;         /* the texts of the queue */
@@ -98,10 +98,10 @@ struct ft__filter {
   size_t more;      /* past SIGNALS_MAX, not told yet */
   char *log;        /* where the caller keeps LATE, or NULL */
   /* The launcher's standard output (ft__filter_feed_out): its line under
-   * way, and its banner's dashes and lines as inside and held are. */
+   * way (its first OUT_LINE_MAX bytes), the message being captured and
+   * its lines so far (0: none). */
   ft__text_t out_line, out_held;
-  size_t out_inside;
-  int out_skip;
+  int out_lines;
 };
 
 /* ---- the queue ---- */
@@ -173,11 +173,8 @@ static int tell_and_stamps(ft__filter_t *f, const char *keys) {
 
 /* ---- the lines ---- */
 
-/* n when s is a banner's line of dashes, else 0. */
-static size_t is_dashes(const char *s, size_t n) {
-  return (n == DASHES_LEN || n == DASHES_SHORT) && memcmp(s, DASHES, n) == 0
-             ? n
-             : 0;
+static int is_dashes(const char *s, size_t n) {
+  return n == DASHES_LEN && memcmp(s, DASHES, n) == 0;
 }
 
 /* The awk's /^\[[^] ]+:[0-9]+\] /: "[host:pid] " at the start, where
@@ -503,13 +500,12 @@ static int mpirun_line(ft__filter_t *f, const char *s, size_t n) {
 }
 
 /* A banner that says the attempt is failing: a daemon lost
- * (help-errmgr-base.txt, node-died: ORTE's, PRRTE's; PRRTE's plm ssh), a
- * process gone (help-orterun.txt, proc-aborted*; PRRTE's the same). */
+ * (help-errmgr-base.txt, node-died: ORTE's, PRRTE's), a process gone
+ * (help-orterun.txt, proc-aborted*; PRRTE's the same). */
 static int failing_banner(const char *s, size_t n) {
   static const char *const says[] = {
       "ORTE has lost communication with a remote daemon.",
       "PRTE has lost communication with a remote daemon.",
-      "A daemon failed to report back after being spawned.",
       "noticed that process rank ", "noticed that the job aborted"};
   for (size_t i = 0; i < sizeof(says) / sizeof(*says); i++)
     if (memmem(s, n, says[i], strlen(says[i])))
@@ -661,11 +657,11 @@ static int record(ft__filter_t *f, const char *s, size_t n) {
   int rc;
   int after_mpirun = f->after_mpirun;
   f->after_mpirun = 0;
-  if (f->inside && is_dashes(s, n) == f->inside) {
+  if (f->inside && is_dashes(s, n)) {
     rc = banner(f);
     if (failing_banner(ft__text_str(&f->tmp), f->tmp.len))
       f->failing = 1;
-    if (f->verbose && out(f, DASHES, n) != FT_OK)
+    if (f->verbose && out(f, DASHES, DASHES_LEN) != FT_OK)
       rc = FT_ENOMEM;
     f->inside = 0;
     ft__text_clear(&f->held);
@@ -680,9 +676,9 @@ static int record(ft__filter_t *f, const char *s, size_t n) {
     return f->verbose ? out(f, s, n) : FT_OK;
   }
   if (is_dashes(s, n)) {
-    f->inside = n;
+    f->inside = 1;
     ft__text_clear(&f->held);
-    return f->verbose ? out(f, DASHES, n) : FT_OK;
+    return f->verbose ? out(f, DASHES, DASHES_LEN) : FT_OK;
   }
   size_t prefix = notice_prefix(s, n);
   if (prefix) {
@@ -832,9 +828,84 @@ static int program_at_end(ft__filter_t *f, const char *s, size_t n) {
   return FT_OK;
 }
 
+/* ---- the launcher's standard output ---- */
+
+/* The launcher's messages of a lost daemon that come on standard output,
+ * by their first sentence (PRRTE's plm ssh), wherever it is in a line:
+ * what comes before it is another writer's unfinished line. */
+static const char *const OUT_SAYS[] = {
+    "A daemon failed to report back after being spawned."};
+
+/* Bounds: a line is looked at up to OUT_LINE_MAX bytes (the rest of it
+ * skipped); a message is its first line and at most OUT_MSG_LINES more,
+ * up to a line of 60 or 74 dashes. */
+#define OUT_LINE_MAX 4096
+#define OUT_MSG_LINES 24
+
+static int dash_line(const char *s, size_t n) {
+  return (n == DASHES_LEN || n == DASHES_SHORT) && memcmp(s, DASHES, n) == 0;
+}
+
+/* The message captured so far: kept, HIDden, the attempt failing. */
+static int out_message(ft__filter_t *f) {
+  f->out_lines = 0;
+  int rc = banner_of(f, &f->out_held);
+  f->failing = 1;
+  ft__text_clear(&f->out_held);
+  return rc;
+}
+
+static int out_record(ft__filter_t *f, const char *s, size_t n) {
+  if (f->out_lines) {
+    if (dash_line(s, n))
+      return out_message(f);
+    if (ft__text_add(&f->out_held, "\n") != FT_OK ||
+        ft__text_addn(&f->out_held, s, n) != FT_OK)
+      return FT_ENOMEM;
+    return ++f->out_lines > OUT_MSG_LINES ? out_message(f) : FT_OK;
+  }
+  for (size_t i = 0; i < sizeof(OUT_SAYS) / sizeof(*OUT_SAYS); i++) {
+    const char *at = memmem(s, n, OUT_SAYS[i], strlen(OUT_SAYS[i]));
+    if (at) {
+      ft__text_clear(&f->out_held);
+      f->out_lines = 1;
+      return ft__text_add(&f->out_held, "\n") == FT_OK &&
+                     ft__text_addn(&f->out_held, at, n - (size_t)(at - s)) ==
+                         FT_OK
+                 ? FT_OK
+                 : FT_ENOMEM;
+    }
+  }
+  return FT_OK;
+}
+
+int ft__filter_feed_out(ft__filter_t *f, const char *buf, size_t n) {
+  int rc = FT_OK;
+  drained(f);
+  while (n > 0) {
+    const char *nl = memchr(buf, '\n', n);
+    size_t len = nl ? (size_t)(nl - buf) : n;
+    size_t room = OUT_LINE_MAX - f->out_line.len;
+    if (ft__text_addn(&f->out_line, buf, len < room ? len : room) != FT_OK)
+      rc = FT_ENOMEM;
+    if (!nl)
+      break;
+    if (out_record(f, f->out_line.s ? f->out_line.s : "", f->out_line.len) !=
+        FT_OK)
+      rc = FT_ENOMEM;
+    ft__text_clear(&f->out_line);
+    buf = nl + 1;
+    n -= len + 1;
+  }
+  return rc;
+}
+
 int ft__filter_end(ft__filter_t *f) {
   int rc = FT_OK;
   drained(f);
+  /* standard output's message still being captured: the launcher's */
+  if (f->out_lines && out_message(f) != FT_OK)
+    rc = FT_ENOMEM;
   if (f->line.len && !f->skip)
     rc = record(f, f->line.s, f->line.len);
   ft__text_clear(&f->line);
@@ -843,7 +914,7 @@ int ft__filter_end(ft__filter_t *f) {
   /* END: a line of dashes never closed was the program's: shown, with
    * what it held (with --verbose it was shown as it came). */
   if (f->inside) {
-    if (program_at_end(f, DASHES, f->inside) != FT_OK)
+    if (program_at_end(f, DASHES, DASHES_LEN) != FT_OK)
       rc = FT_ENOMEM;
     for (size_t i = 0; i < f->held.len;) {
       const char *s = f->held.s + i + 1; /* past the "\n" before it */
@@ -883,67 +954,6 @@ int ft__filter_end(ft__filter_t *f) {
       rc = FT_ENOMEM;
   }
   f->late = 0;
-  return rc;
-}
-
-/* ---- the launcher's standard output ---- */
-
-/* Bounds of what the scan holds: a line longer than OUT_LINE_MAX is no
- * line of dashes (skipped to its end); a banner past OUT_HELD_MAX was the
- * program's (dropped: the program's lines were passed on already). */
-#define OUT_LINE_MAX 4096
-#define OUT_HELD_MAX 65536
-
-static int out_record(ft__filter_t *f, const char *s, size_t n) {
-  size_t dashes = is_dashes(s, n);
-  if (f->out_inside && dashes == f->out_inside) {
-    f->out_inside = 0;
-    int rc = banner_of(f, &f->out_held);
-    if (failing_banner(ft__text_str(&f->tmp), f->tmp.len))
-      f->failing = 1;
-    ft__text_clear(&f->out_held);
-    return rc;
-  }
-  if (f->out_inside) {
-    if (f->out_held.len + n + 1 > OUT_HELD_MAX) {
-      f->out_inside = 0;
-      ft__text_clear(&f->out_held);
-      return FT_OK;
-    }
-    if (ft__text_add(&f->out_held, "\n") != FT_OK ||
-        ft__text_addn(&f->out_held, s, n) != FT_OK)
-      return FT_ENOMEM;
-    return FT_OK;
-  }
-  if (dashes) {
-    f->out_inside = dashes;
-    ft__text_clear(&f->out_held);
-  }
-  return FT_OK;
-}
-
-int ft__filter_feed_out(ft__filter_t *f, const char *buf, size_t n) {
-  int rc = FT_OK;
-  while (n > 0) {
-    const char *nl = memchr(buf, '\n', n);
-    size_t len = nl ? (size_t)(nl - buf) : n;
-    if (!f->out_skip && f->out_line.len + len > OUT_LINE_MAX) {
-      f->out_skip = 1;
-      ft__text_clear(&f->out_line);
-    }
-    if (!f->out_skip && ft__text_addn(&f->out_line, buf, len) != FT_OK)
-      rc = FT_ENOMEM;
-    if (!nl)
-      break;
-    if (!f->out_skip &&
-        out_record(f, f->out_line.s ? f->out_line.s : "", f->out_line.len) !=
-            FT_OK)
-      rc = FT_ENOMEM;
-    ft__text_clear(&f->out_line);
-    f->out_skip = 0;
-    buf = nl + 1;
-    n -= len + 1;
-  }
   return rc;
 }
 

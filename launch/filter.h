@@ -8,8 +8,7 @@
  *            lines at once and in order (one write a line, never cut by
  *            the program's own stdout), and ft-launch's summaries below
  *   HIDE     mpirun's own text, shown with --verbose only: a banner (Open
- *            MPI's show_help text between two lines of 74 dashes, or of 60:
- *            PRRTE's plm ssh) as one
+ *            MPI's show_help text between two lines of 74 dashes) as one
  *            line, blanks squeezed; a "[host:pid] ..." notice without
  *            "***"; a crash report (below) as one line; a line of mpirun's
  *            own that is no notice, "mpirun: ..." (its "abort is already
@@ -54,8 +53,7 @@
  *
  * The attempt is failing once the filter has read a banner that says so
  * ("ORTE has lost communication with a remote daemon.", PRRTE's "PRTE has
- * lost ..." and "A daemon failed to report back after being spawned.",
- * "... noticed that process rank ...", "... noticed that the job aborted
+ * lost ...", "... noticed that process rank ...", "... noticed that the job aborted
  * ..."), "mpirun
  * noticed that ..." or "mpirun: abort is already in progress" outside a
  * banner, or the first line of a crash report; or once the caller says so
@@ -73,8 +71,8 @@
  * dashes too, each line of a crash report), a LATE line is SHOWn after it,
  * and there is no summary (neither a report's, the rank's, nor the count
  * of LATE lines): what is kept and what goes to LATE is the same: --verbose
- * changes what is shown, never what is decided.  A line of 74 (60) dashes
- * holds the lines after it until the next line of as many; at the end, whatever is
+ * changes what is shown, never what is decided.  A line of 74 dashes holds
+ * the lines after it until the next such line; at the end, whatever is
  * held is the program's (a program's own dashes): SHOWn (with --verbose
  * it was, as it came), or LATE where the attempt is failing.  A last line
  * without "\n" is a line at the end.
@@ -128,12 +126,13 @@ int ft__filter_log(ft__filter_t *f, const char *path);
  * lines after it are read as before. */
 int ft__filter_feed(ft__filter_t *f, const char *buf, size_t n);
 /* The launcher's standard output, which the caller passes on unchanged as
- * it comes: read only for the launcher's banners (PRRTE's plm ssh writes
- * its "A daemon failed to report back ..." there).  A banner there, between
- * two lines of as many dashes (74 or 60), is kept and HIDden as one of
- * standard error is, and makes the attempt failing as one there does; a
- * banner still open at the end, or longer than 64 KiB, was the program's:
- * nothing.  Lines longer than 4 KiB are not looked at.  FT_OK, FT_ENOMEM. */
+ * it comes: read only for the launcher's messages of a lost daemon that
+ * come there (PRRTE's plm ssh: "A daemon failed to report back after being
+ * spawned."), found by that sentence anywhere in a line (another writer's
+ * unfinished line may come before it): the message from it on, up to a line
+ * of 60 or 74 dashes (at most 24 more lines; the end of the input), is kept
+ * and HIDden as a banner of standard error is, and makes the attempt
+ * failing.  Only a line's first 4 KiB are looked at.  FT_OK, FT_ENOMEM. */
 int ft__filter_feed_out(ft__filter_t *f, const char *buf, size_t n);
 /* The end of the input: a last line without "\n", what a banner held,
  * the crash reports still open, the counts said.  The filter then reads

@@ -265,8 +265,8 @@ static const char *field_host(const lost_msg_t *m, const char *s, size_t *len) {
 static const char *line_host(const lost_msg_t *msgs, const char *line,
                              size_t end, size_t *len) {
   for (const lost_msg_t *m = msgs; m->says; m++) {
-    const char *b = strstr(line, m->says);
-    if (!b || (size_t)(b - line) >= end)
+    const char *b = memmem(line, end, m->says, strlen(m->says));
+    if (!b)
       continue;
     const char *from = b + strlen(m->says), *host = NULL;
     for (const char *p = from; p < line + end; p++) {

@@ -73,7 +73,9 @@ typedef struct drv {
   ft__stamps_t ts;            /* TS: the recovery under way */
   ft__text_t account;         /* the stamps the relaunch under way got */
   ft__text_t later;           /* its account, held back for after the job */
-  int out_broken;             /* our standard output's reader went */
+  int out_broken;             /* a write to our standard output failed */
+  ft__text_t outq;            /* the launcher's output not written yet */
+  size_t outq_off;            /* from there */
   int tell_later;             /* hold it back: our stdout and stderr are one
                                  file, where a line of ours could land
                                  inside one of the job's */
@@ -327,7 +329,6 @@ static int start_launch(drv_t *d, const ft__launch_cmd_t *cmd, int stdin_ours) {
   d->mpirun = pid;
   d->err_fd = p[0];
   d->out_fd = o[0];
-  d->out_broken = 0;
   return 0;
 }
 
@@ -455,15 +456,39 @@ static void read_err(drv_t *d) {
   }
 }
 
-/* The launcher's standard output: to ours as it came (once a write to ours
- * failed, its reader gone, it is read and dropped: the job goes on), and
- * to the filter. */
+/* The launcher's standard output goes to ours through outq, written as
+ * our standard output takes it (poll's POLLOUT, PIPE_BUF at a time, which
+ * a pipe with room takes without blocking): a reader that stalls never
+ * stops ft-launch from hearing signals, verdicts and mpirun's standard
+ * error.  Past OUTQ_MAX bytes waiting, mpirun's output is not read (it
+ * waits, as it would writing to ours).  A write that fails (the reader
+ * gone, EPIPE) drops the output from then on: the job goes on. */
+#define OUTQ_MAX (1 << 20)
+#define OUT_CHUNK 4096
+
+static size_t outq_len(const drv_t *d) { return d->outq.len - d->outq_off; }
+
+static void write_out(drv_t *d) {
+  size_t n = outq_len(d);
+  if (n > OUT_CHUNK)
+    n = OUT_CHUNK;
+  ssize_t w = n ? write(1, d->outq.s + d->outq_off, n) : 0;
+  if (w > 0)
+    d->outq_off += (size_t)w;
+  else if (w < 0 && errno != EINTR && errno != EAGAIN)
+    d->out_broken = 1;
+  if (d->out_broken || d->outq_off == d->outq.len) {
+    ft__text_clear(&d->outq);
+    d->outq_off = 0;
+  }
+}
+
 static void read_out(drv_t *d) {
   char buf[65536];
   ssize_t n = read(d->out_fd, buf, sizeof(buf));
   if (n > 0) {
-    if (!d->out_broken && ft__proc_write_all(1, buf, (size_t)n) != 0)
-      d->out_broken = 1;
+    if (!d->out_broken && ft__text_addn(&d->outq, buf, (size_t)n) != FT_OK)
+      d->out_broken = 1; /* out of memory: dropped, as a gone reader's */
     if (d->filter) {
       ft__filter_feed_out(d->filter, buf, (size_t)n);
       filter_outputs(d);
@@ -472,6 +497,31 @@ static void read_out(drv_t *d) {
     close(d->out_fd);
     d->out_fd = -1;
   }
+}
+
+/* The launcher's two pipes and our standard output, for up to ms
+ * milliseconds (-1: until one is ready), after fds[0..nfds) of the
+ * caller's, whose revents it leaves set.  poll's result. */
+static int pump(drv_t *d, struct pollfd *fds, int nfds, int ms) {
+  struct pollfd p[8];
+  for (int i = 0; i < nfds; i++)
+    p[i] = fds[i];
+  p[nfds] = (struct pollfd){d->err_fd, POLLIN, 0};
+  p[nfds + 1] = (struct pollfd){
+      outq_len(d) < OUTQ_MAX ? d->out_fd : -1, POLLIN, 0};
+  p[nfds + 2] = (struct pollfd){outq_len(d) ? 1 : -1, POLLOUT, 0};
+  int n = poll(p, (nfds_t)nfds + 3, ms);
+  if (n <= 0)
+    return n;
+  for (int i = 0; i < nfds; i++)
+    fds[i].revents = p[i].revents;
+  if (p[nfds].revents)
+    read_err(d);
+  if (p[nfds + 1].revents)
+    read_out(d);
+  if (p[nfds + 2].revents)
+    write_out(d);
+  return n;
 }
 
 /* END: TERM now, KILL 2 s later (the loop sends it). */
@@ -556,27 +606,21 @@ static int next_signal(drv_t *d) {
  * machine said EXIT on a signal). */
 static int wait_launch(drv_t *d) {
   while (d->mpirun > 0) {
-    struct pollfd p[4] = {{sig_pipe[0], POLLIN, 0},
-                          {d->err_fd, POLLIN, 0},
-                          {d->verdict_fd, POLLIN, 0},
-                          {d->out_fd, POLLIN, 0}};
+    struct pollfd p[2] = {{sig_pipe[0], POLLIN, 0},
+                          {d->verdict_fd, POLLIN, 0}};
     int timeout = -1;
     if (d->end_at) {
       double left = d->end_at - mono_now();
       timeout = left > 0 ? (int)(left * 1000) + 1 : 0;
     }
-    int n = poll(p, 4, timeout);
+    int n = pump(d, p, 2, timeout);
     if (n < 0 && errno != EINTR)
       return FT_LAUNCH_EXIT_FAIL;
     if (p[0].revents) {
       take_signals(d);
       reap(d);
     }
-    if (p[1].revents)
-      read_err(d);
-    if (p[3].revents)
-      read_out(d);
-    if (p[2].revents) {
+    if (p[1].revents) {
       ft__launch_event_t ev = {0};
       char host[128];
       read_verdict(d, &ev, host, sizeof(host));
@@ -617,18 +661,14 @@ static void teardown(drv_t *d) {
   if (d->id[0])
     ft__leftovers_kill(d->id);
   double until = mono_now() + 10.0;
-  while (d->err_fd >= 0 || d->out_fd >= 0) {
+  while (d->err_fd >= 0 || d->out_fd >= 0 || outq_len(d)) {
     double left = until - mono_now();
     if (left <= 0)
       break;
-    struct pollfd p[2] = {{d->err_fd, POLLIN, 0}, {d->out_fd, POLLIN, 0}};
-    if (poll(p, 2, (int)(left * 1000) + 1) > 0) {
-      if (p[0].revents)
-        read_err(d);
-      if (p[1].revents)
-        read_out(d);
-    }
+    pump(d, NULL, 0, (int)(left * 1000) + 1);
   }
+  ft__text_clear(&d->outq); /* a reader stalled past the bound: dropped */
+  d->outq_off = 0;
   if (d->err_fd >= 0) {
     close(d->err_fd);
     d->err_fd = -1;
@@ -978,8 +1018,8 @@ static int act(drv_t *d, const ft__launch_action_t *a) {
           kill(d->mpirun, SIGKILL);
           d->end_at = 0;
         }
-        struct timespec ts = {0, 10000000};
-        nanosleep(&ts, NULL);
+        /* its output read meanwhile: a full pipe would hold mpirun's end */
+        pump(d, NULL, 0, 10);
       }
       teardown(d);
       kept_of_filter(d);
@@ -1277,6 +1317,7 @@ int ft__launch_run(const ft__launch_ctx_t *ctx) {
   ft__stamps_free(&d.ts);
   ft__text_free(&d.account);
   ft__text_free(&d.later);
+  ft__text_free(&d.outq);
   ft__text_free(&d.line);
   ft__text_free(&d.times);
   ft__text_free(&d.hidden);

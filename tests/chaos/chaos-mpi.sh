@@ -14,7 +14,7 @@
 # shellcheck source=tests/chaos/lib.sh
 . "$(dirname "$0")/lib.sh"
 need_cluster
-MPI=$(ft-launch --dry-run -- x 2>/dev/null | awk '{ print $1; exit }')
+MPI=$(ft-launch --dry-run -- x 2>/dev/null | grep -v '^#' | awk '{ print $1; exit }')
 echo "# launcher: $MPI (ft-launch's default backend of this build)"
 STEPS=16 EVERY=2
 TRAIN_ARGS=(--snapshot-every "$EVERY" --state-mb 2)

@@ -170,6 +170,33 @@ wait_pid "$BG" 120 || fail "ft-launch still runs after the program was let go"
   { cat "$WORK/live.out"; fail "rank 1's stderr lines out of order"; }
 ok "the program's stderr comes through at once and in order"
 
+# mpirun's standard output goes through ft-launch (read for the launcher's
+# messages): a reader that stalls must not stop ft-launch from answering a
+# signal, and at a signal's end mpirun's last output still comes through.
+# FT_MPIRUN runs FAKE_PROG as the launcher itself.
+printf '#!/bin/sh\nexec sh -c "$FAKE_PROG"\n' >"$WORK/fakempi"
+chmod +x "$WORK/fakempi"
+mkfifo "$WORK/stall"
+exec 7<>"$WORK/stall"   # a reader that never reads
+FAKE_PROG="head -c 300000 /dev/zero; touch '$WORK/wrote'; exec sleep 600" \
+  FT_MPIRUN=$WORK/fakempi "$L" --one-per-node -- x >"$WORK/stall" 2>"$WORK/stall.err" &
+BG=$!; BG_PIDS+=("$BG")
+for _ in $(seq 600); do [ -e "$WORK/wrote" ] || ! kill -0 "$BG" 2>/dev/null && break; sleep 0.1; done
+[ -e "$WORK/wrote" ] || { cat "$WORK/stall.err"; fail "300 kB of mpirun's output not taken while stdout's reader stalls"; }
+kill -TERM "$BG"
+wait_pid "$BG" 60 || fail "ft-launch does not answer TERM while its stdout's reader stalls"
+exec 7<&-
+[ "$RC" -eq 143 ] || { cat "$WORK/stall.err"; fail "TERM with stdout stalled: exit $RC, expected 143"; }
+FAKE_PROG="trap 'head -c 200000 /dev/zero | tr \"\\\\0\" y; echo; echo LAST-LINE; exit 1' TERM; touch '$WORK/trapped'; while :; do sleep 0.1; done" \
+  FT_MPIRUN=$WORK/fakempi "$L" --one-per-node -- x >"$WORK/last.out" 2>"$WORK/last.err" &
+BG=$!; BG_PIDS+=("$BG")
+for _ in $(seq 600); do [ -e "$WORK/trapped" ] || ! kill -0 "$BG" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$BG"
+wait_pid "$BG" 60 || fail "ft-launch still runs after TERM"
+[ "$(tail -1 "$WORK/last.out")" = LAST-LINE ] && [ "$(head -1 "$WORK/last.out" | wc -c)" -eq 200001 ] ||
+  { cat "$WORK/last.err"; fail "mpirun's output at a signal's end: $(wc -c <"$WORK/last.out") bytes, last line '$(tail -1 "$WORK/last.out" | cut -c1-40)'"; }
+ok "mpirun's stdout: a stalled reader leaves ft-launch answering signals; its last output at a signal's end comes through"
+
 # Under --verbose nothing is held back, not even inside what looks like one
 # of mpirun's banners (a line of 74 dashes opens one): rank 1's line after
 # such a line is seen while it still waits.

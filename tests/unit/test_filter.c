@@ -475,35 +475,28 @@ START_TEST(lost_daemon_holds_program) {
 }
 END_TEST
 
-/* PRRTE's messages of a lost daemon: its node-died banner, and plm ssh's
- * between lines of 60 dashes, close only on as many (a 74 inside a 60 is
- * held; a 60 alone at the end was the program's). */
+/* PRRTE's node-died banner on standard error is a banner as ORTE's is;
+ * text between two lines of 60 dashes there is the program's. */
 START_TEST(prrte_banners) {
-  check(NULL, 0,
-        DASHES60 "\nA daemon failed to report back after being spawned. This "
-        "could\n  Local host:    head\n  Remote host:   h2\n" DASHES
-        "\n" DASHES60 "\nsaid\n",
-        "HIDE A daemon failed to report back after being spawned. This could "
-        "Local host: head Remote host: h2 " DASHES "\n"
-        "LATE said\n" HELD(1));
   check(NULL, 0,
         DASHES "\nPRTE has lost communication with a remote daemon.\n" DASHES
         "\nsaid\n",
         "HIDE PRTE has lost communication with a remote daemon.\n"
         "LATE said\n" HELD(1));
-  check(NULL, 0, "a\n" DASHES60 "\nb\n",
-        "SHOW a\nSHOW " DASHES60 "\nSHOW b\n");
+  check(NULL, 0, "a\n" DASHES60 "\nsummary\n" DASHES60 "\nb\n",
+        "SHOW a\nSHOW " DASHES60 "\nSHOW summary\nSHOW " DASHES60
+        "\nSHOW b\n");
 }
 END_TEST
 
-/* The launcher's standard output, passed on by the caller, is read for its
- * banners only: kept and HIDden (for the log), failing as on standard
- * error; no line of it is SHOWn or held; a banner never closed, a line
- * past 4 KiB, nothing. */
-static char *out_filtered(const char *in, size_t piece, ft__filter_t **keep) {
+/* The launcher's standard output, passed on by the caller, is read for
+ * plm ssh's message only: found by its sentence, kept and HIDden (for the
+ * log) up to a line of dashes, the attempt failing; no line of it is
+ * SHOWn or held. */
+static char *out_filtered(const char *in, size_t len, size_t piece,
+                          ft__filter_t **keep) {
   ft__filter_t *f;
   ft__text_t t = FT__TEXT_INIT;
-  size_t len = strlen(in);
   ck_assert_int_eq(ft__filter_new(&f, ID, NULL, 0), FT_OK);
   for (size_t i = 0; i < len;) {
     size_t n = piece && piece < len - i ? piece : len - i;
@@ -518,41 +511,80 @@ static char *out_filtered(const char *in, size_t piece, ft__filter_t **keep) {
   return t.s;
 }
 
-START_TEST(output_banners) {
+/* in on standard output, in any pieces, keeps want (a message, or "") and
+ * leaves the attempt failing or not; a message never closed is kept at the
+ * end only (open). */
+static void out_check_at(const char *in, size_t len, const char *want,
+                         int open) {
   static const size_t pieces[] = {0, 1, 3};
   for (size_t i = 0; i < sizeof(pieces) / sizeof(*pieces); i++) {
     ft__filter_t *f;
-    char *got = out_filtered(
-        "step 1\n" DASHES60 "\nA daemon failed to report back after being "
-        "spawned.\n\n  Remote host:   h2\n" DASHES60 "\nstep 2\n",
-        pieces[i], &f);
-    ck_assert_str_eq(got, "HIDE A daemon failed to report back after being "
-                          "spawned. Remote host: h2\n"
-                          "LATE then\n" HELD(1));
-    ck_assert_str_eq(ft__filter_hidden(f),
-                     "A daemon failed to report back after being spawned. "
-                     "Remote host: h2\n");
+    char *got = out_filtered(in, len, pieces[i], &f);
+    ft__text_t w = FT__TEXT_INIT;
+    if (*want && open)
+      ck_assert_int_eq(ft__text_addf(&w, "SHOW then\nHIDE %s\n", want), FT_OK);
+    else if (*want)
+      ck_assert_int_eq(ft__text_addf(&w, "HIDE %s\nLATE then\n" HELD(1), want),
+                       FT_OK);
+    else
+      ck_assert_int_eq(ft__text_add(&w, "SHOW then\n"), FT_OK);
+    ck_assert_msg(strcmp(got, w.s) == 0, "in pieces of %zu:\n--- got\n%s--- want\n%s",
+                  pieces[i], got, w.s);
+    ft__text_clear(&w);
+    if (*want)
+      ck_assert_int_eq(ft__text_addf(&w, "%s\n", want), FT_OK);
+    ck_assert_str_eq(ft__filter_hidden(f), ft__text_str(&w));
+    ft__text_free(&w);
     ft__free(got);
     ft__filter_free(f);
   }
-  /* The program's dashes: a table, never closed; nothing kept, nothing
-   * failing. */
-  ft__filter_t *f;
-  char *got = out_filtered(DASHES "\nname value\n" DASHES60 "\nx\n", 0, &f);
-  ck_assert_str_eq(got, "SHOW then\n");
-  ck_assert_str_eq(ft__filter_hidden(f), "");
-  ft__free(got);
-  ft__filter_free(f);
-  /* A long line is skipped to its end; the next line is read. */
-  char *in = ft__malloc(9000);
-  ck_assert_ptr_nonnull(in);
-  memset(in, '-', 8000);
-  strcpy(in + 8000, "\n" DASHES "\nNo banner said\n" DASHES "\n");
-  got = out_filtered(in, 0, &f);
-  ck_assert_str_eq(got, "HIDE No banner said\nSHOW then\n");
-  ft__free(got);
-  ft__free(in);
-  ft__filter_free(f);
+}
+
+static void out_check(const char *in, size_t len, const char *want) {
+  out_check_at(in, len, want, 0);
+}
+
+#define SPAWNED "A daemon failed to report back after being spawned."
+#define PLM(host)                                                              \
+  DASHES60 "\n" SPAWNED " This could\nbe due to ...\n\n  Local host:    "     \
+           "head\n  Remote host:   " host "\n  Daemon exit status: 0\n" DASHES60 \
+           "\n"
+#define PLM_KEPT(host)                                                         \
+  SPAWNED " This could be due to ... Local host: head Remote host: " host      \
+          " Daemon exit status: 0"
+
+START_TEST(output_banners) {
+  const char *m = "step 1\n" PLM("h2") "step 2\n";
+  out_check(m, strlen(m), PLM_KEPT("h2"));
+  /* The program's own dashes first, unmatched: no matter. */
+  m = "x\n" DASHES60 "\n" DASHES "\n" PLM("h3");
+  out_check(m, strlen(m), PLM_KEPT("h3"));
+  /* Glued to the program's unfinished line: from the sentence on. */
+  m = "progress 50%" SPAWNED " Remote host: h4\n" DASHES60 "\n";
+  out_check(m, strlen(m), SPAWNED " Remote host: h4");
+  /* Never closed: kept at the end; more than 24 lines: the first 25. */
+  m = SPAWNED "\n Remote host: h5\n";
+  out_check_at(m, strlen(m), SPAWNED " Remote host: h5", 1);
+  ft__text_t in = FT__TEXT_INIT, want = FT__TEXT_INIT;
+  ck_assert_int_eq(ft__text_add(&in, SPAWNED "\n"), FT_OK);
+  ck_assert_int_eq(ft__text_add(&want, SPAWNED), FT_OK);
+  for (int i = 1; i <= 30; i++) {
+    ck_assert_int_eq(ft__text_addf(&in, "l%d\n", i), FT_OK);
+    if (i <= 24)
+      ck_assert_int_eq(ft__text_addf(&want, " l%d", i), FT_OK);
+  }
+  out_check(in.s, in.len, want.s);
+  /* A program's table of dashes: nothing kept, nothing failing. */
+  m = DASHES "\nname value\n" DASHES60 "\nx\n";
+  out_check(m, strlen(m), "");
+  /* A line past 4 KiB, still open when the message comes after it. */
+  ft__text_clear(&in);
+  for (int i = 0; i < 800; i++)
+    ck_assert_int_eq(ft__text_add(&in, "0123456789"), FT_OK);
+  ck_assert_int_eq(ft__text_add(&in, "\n" PLM("h6")), FT_OK);
+  out_check(in.s, in.len, PLM_KEPT("h6"));
+  ft__text_free(&in);
+  ft__text_free(&want);
 }
 END_TEST
 
