@@ -257,7 +257,9 @@ static const char *field_host(const lost_msg_t *m, const char *s, size_t *len) {
   if (!daemon_name(m, &p))
     return NULL;
   *len = strcspn(p, " \n");
-  return p[*len] == ' ' ? p : NULL;
+  /* ORTE's host has a blank after it (sed's pattern); PRRTE's may end the
+   * message (one never closed is kept up to its last line) */
+  return p[*len] == ' ' || (m->prrte && *len) ? p : NULL;
 }
 
 /* The host of one line: the last field after the message's first sentence
@@ -272,7 +274,7 @@ static const char *line_host(const lost_msg_t *msgs, const char *line,
     for (const char *p = from; p < line + end; p++) {
       size_t l;
       const char *h = field_host(m, p, &l);
-      if (h && h + l < line + end) {
+      if (h && h + l <= line + end) {
         host = h;
         *len = l;
       }
