@@ -27,9 +27,12 @@ REF_ROOT=$FT_STORE_ROOT
 trap 'umount "$TMP" 2>/dev/null; rmdir "$TMP"; rm -rf "$REF_ROOT" "$LOGDIR" ${MPIRUN_DIR:+"$MPIRUN_DIR"}' EXIT
 export FT_STORE_ROOT=$TMP
 # Under MPICH's hydra the SMP's exit ends every process at once: the
-# program's own line may not come out then, the library's must.
-no_room() {  # NAME WHAT: the SMP's message names the slot, the program's the code
-  grep -q "ftrt\[.* trainer\] error: $TMP/full/slot[01]: cannot reserve the slot's [0-9]* bytes: No space left on device" "$LOGDIR/$1" &&
+# program's own line may not come out then, nor the trainer's, but the
+# library's must, the trainer's or the SMP's.
+no_room() {  # NAME WHAT: the library's message names the slot, the program's the code
+  local who=trainer
+  [ "${FTRT_MPI:-ompi4}" != mpich ] || who='\(trainer\|smp\)'
+  grep -q "ftrt\[.* $who\] error: \(SMP stopping: \)\{0,1\}$TMP/full/slot[01]: cannot reserve the slot's [0-9]* bytes: No space left on device" "$LOGDIR/$1" &&
     { [ "${FTRT_MPI:-ompi4}" = mpich ] ||
       grep -q "^ft-train-example: ft_restore: no space left in the store" "$LOGDIR/$1"; } ||
     { log_of "$1" | tail; fail "$2: no message naming the slot and its lack of room"; }
