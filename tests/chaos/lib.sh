@@ -338,9 +338,14 @@ store_md5() {
 # killed (the job fails at once; ft-launch's watchdog ends the mpirun that
 # waits on FIRST after its --timeout).  Killing them one after the other
 # without the partition would race ft-launch, which may look for lost hosts
-# between the two kills.
+# between the two kills.  With a 4th word "cut", SECOND is cut off before
+# the kills too: a launcher that ends the job as soon as FIRST's remote
+# shell goes (Open MPI 5, MPICH) has ft-launch probe while SECOND still
+# lives, and a cut-off host fails the probe as a killed one does.
 kill_two() {
   chaos "$3" partition "$1" --keep-held
+  [ "${4:-}" != cut ] || ft-cluster partition "$2" --name "$CL" >/dev/null ||
+    fail "ft-cluster partition $2"
   ft-cluster kill "$1" --name "$CL" >/dev/null &&
     ft-cluster kill "$2" --name "$CL" >/dev/null || fail "ft-cluster kill $1, $2"
 }
