@@ -178,19 +178,19 @@ printf '#!/bin/sh\nexec sh -c "$FAKE_PROG"\n' >"$WORK/fakempi"
 chmod +x "$WORK/fakempi"
 mkfifo "$WORK/stall"
 exec 7<>"$WORK/stall"   # a reader that never reads
-FAKE_PROG="head -c 300000 /dev/zero; touch '$WORK/wrote'; exec sleep 600" \
+FAKE_PROG="head -c 300000 /dev/zero; echo wrote >'$WORK/wrote'; exec sleep 600" \
   FT_MPIRUN=$WORK/fakempi "$L" --one-per-node -- x >"$WORK/stall" 2>"$WORK/stall.err" &
 BG=$!; BG_PIDS+=("$BG")
-for _ in $(seq 600); do [ -e "$WORK/wrote" ] || ! kill -0 "$BG" 2>/dev/null && break; sleep 0.1; done
-[ -e "$WORK/wrote" ] || { cat "$WORK/stall.err"; fail "300 kB of mpirun's output not taken while stdout's reader stalls"; }
+# the program took 300 kB past the stalled reader: ft-launch queued them
+wait_for "$WORK/wrote" '^wrote$' 60 "$BG"
 kill -TERM "$BG"
 wait_pid "$BG" 60 || fail "ft-launch does not answer TERM while its stdout's reader stalls"
 exec 7<&-
 [ "$RC" -eq 143 ] || { cat "$WORK/stall.err"; fail "TERM with stdout stalled: exit $RC, expected 143"; }
-FAKE_PROG="trap 'head -c 200000 /dev/zero | tr \"\\\\0\" y; echo; echo LAST-LINE; exit 1' TERM; touch '$WORK/trapped'; while :; do sleep 0.1; done" \
+FAKE_PROG="trap 'head -c 200000 /dev/zero | tr \"\\\\0\" y; echo; echo LAST-LINE; exit 1' TERM; echo trapped >'$WORK/trapped'; while :; do sleep 0.1; done" \
   FT_MPIRUN=$WORK/fakempi "$L" --one-per-node -- x >"$WORK/last.out" 2>"$WORK/last.err" &
 BG=$!; BG_PIDS+=("$BG")
-for _ in $(seq 600); do [ -e "$WORK/trapped" ] || ! kill -0 "$BG" 2>/dev/null && break; sleep 0.1; done
+wait_for "$WORK/trapped" '^trapped$' 60 "$BG"
 kill -TERM "$BG"
 wait_pid "$BG" 60 || fail "ft-launch still runs after TERM"
 [ "$(tail -1 "$WORK/last.out")" = LAST-LINE ] && [ "$(head -1 "$WORK/last.out" | wc -c)" -eq 200001 ] ||
