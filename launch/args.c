@@ -44,6 +44,9 @@ const char ft__launch_usage[] =
     "  --launcher NAME   the MPI's launcher: ompi4, ompi5 or mpich,\n"
     "                    FT_LAUNCHER (default: the MPI ftrt was built with)\n"
     "  --mpirun-arg ARG  one more argument for mpirun (repeatable)\n"
+    "  --smp WHERE       ft-smp: each node's SMP is a process of ft-smp\n"
+    "                    (default for a Python PROGRAM); first-rank: the\n"
+    "                    first rank of each node (default otherwise); FT_SMP\n"
     "  --one-per-node    one rank a node and no SMP (ft-restore, ft-bench)\n"
     "  --restore-job     run ft-restore as a job of its own before a "
     "relaunch\n"
@@ -112,7 +115,8 @@ static const char **value_of(ft__launch_args_t *a, const char *o) {
               {"--persist", offsetof(ft__launch_args_t, persist)},
               {"--times", offsetof(ft__launch_args_t, times)},
               {"--log", offsetof(ft__launch_args_t, log)},
-              {"--launcher", offsetof(ft__launch_args_t, launcher)}};
+              {"--launcher", offsetof(ft__launch_args_t, launcher)},
+              {"--smp", offsetof(ft__launch_args_t, smp)}};
   for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++)
     if (strcmp(o, opts[i].name) == 0)
       return (const char **)(void *)((char *)a + opts[i].off);
@@ -149,7 +153,8 @@ static int dashdash_from(const ft__words_t *w, int from) {
  * empty word is none. */
 static const char LAUNCH_OPTS[] =
     " --nodes --ppn --cluster --hostfile --spares --restarts --job --ec "
-    "--timeout --probe --launcher --mpirun-arg --one-per-node --restore-job "
+    "--timeout --probe --launcher --smp --mpirun-arg --one-per-node "
+    "--restore-job "
     "--cold-spares --fresh --persist --times --log --verbose --dry-run "
     "--help ";
 
@@ -193,7 +198,7 @@ static void defaults(ft__launch_args_t *a) {
   memset(a, 0, sizeof(*a));
   a->nodes = a->hostfile = a->cluster = a->spares = a->job = a->ec = "";
   a->timeout = a->probe = a->persist = a->times = a->log = "";
-  a->launcher = a->mpirun = "";
+  a->launcher = a->mpirun = a->smp = a->smp_program = "";
   a->slurm = a->probe_tries = a->ec_name = a->cluster_from = "";
   a->ppn = "1";
   a->restarts = "0";
@@ -617,6 +622,55 @@ int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
                   "most 86400",
                   a->timeout);
   return check_code(a, env, msg);
+}
+
+/* ---- pick_smp ---- */
+
+/* PROGRAM as typed is Python: python, python3, python3.11, ft-python. */
+static int python_program(const char *p0) {
+  const char *base = strrchr(p0, '/');
+  base = base ? base + 1 : p0;
+  return strncmp(base, "python", 6) == 0 || strcmp(base, "ft-python") == 0;
+}
+
+int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
+                        const char *bin, ft__text_t *msg) {
+  const char *from = *a->smp ? "" : " (FT_SMP)";
+  if (!*a->smp && !(a->smp = env_or(a, env, "FT_SMP", "")))
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+  if (*a->smp && strcmp(a->smp, "ft-smp") != 0 &&
+      strcmp(a->smp, "first-rank") != 0)
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                             "--smp %s%s: expected ft-smp (each node's SMP a "
+                             "process of ft-smp) or first-rank (the first "
+                             "rank of each node)",
+                             a->smp, from);
+  if (a->one_per_node && strcmp(a->smp, "ft-smp") == 0)
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
+                             "--smp ft-smp and --one-per-node exclude each "
+                             "other (one rank a node runs no SMP)");
+  int own = *a->smp ? strcmp(a->smp, "ft-smp") == 0
+                    : python_program(a->program.v[0]);
+  if (!own || a->one_per_node)
+    return 0;
+  ft__text_t p = FT__TEXT_INIT;
+  int rc = ft__text_addf(&p, "%s/ft-smp", bin);
+  if (rc == FT_OK && access(p.s, X_OK) != 0) {
+    rc = ft__env_command(env, "ft-smp", &p);
+    rc = rc < 0 ? rc : rc == 1 ? FT_OK : 1;
+  }
+  const char *kept = rc == FT_OK ? keep(a, &p) : NULL;
+  ft__text_free(&p);
+  if (rc > 0)
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL,
+                             "ft-smp, the SMP's program, is neither in %s "
+                             "nor on PATH (install ftrt whole, or give "
+                             "--smp first-rank)",
+                             bin);
+  if (!kept)
+    return ft__launch_refuse(msg, FT_LAUNCH_EXIT_FAIL, "out of memory");
+  a->smp_program = kept;
+  return 0;
 }
 
 /* ---- pick_python ---- */

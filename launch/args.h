@@ -43,6 +43,7 @@ typedef struct ft__launch_args {
   /* The options, "" where not given (ppn "1" and restarts "0" then). */
   const char *nodes, *ppn, *hostfile, *cluster, *spares, *restarts, *job;
   const char *ec, *timeout, *probe, *persist, *times, *log, *launcher;
+  const char *smp; /* --smp: "ft-smp", "first-rank", or "" (the default) */
   int help, verbose, dry_run, one_per_node, restore_job, cold_spares, fresh;
   ft__words_t extra;        /* --mpirun-arg, in order */
   ft__words_t program;      /* PROGRAM and its arguments */
@@ -57,6 +58,8 @@ typedef struct ft__launch_args {
                               that MPI's, else "" (the backend's default) */
   const char *ec_name;     /* "FT_EC_K=3 FT_EC_M=1" when the code came from
                               the environment, else "" ("--ec K+M") */
+  const char *smp_program; /* ft-smp's path when the SMPs are its processes
+                              (pick_smp), else "" */
   ft__words_t line;        /* the command line as the parse rewrote it */
   ft__words_t own; /* the strings above that are neither argv's nor env's */
 } ft__launch_args_t;
@@ -77,6 +80,15 @@ int ft__launch_parse(ft__launch_args_t *a, int argc, char *const *argv,
  * a dry run changes nothing.  Exports FT_PERSIST_DIR into env. */
 int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
                         ft__text_t *msg);
+
+/* Where the SMPs come from: with --smp ft-smp, or by default for a Python
+ * PROGRAM (python*, ft-python), ft-smp's processes beside the trainers
+ * (smp_program: bin's ft-smp when executable, else ft-smp on PATH;
+ * FT_LAUNCH_EXIT_FAIL when neither is there); with --smp first-rank, for
+ * another PROGRAM, and with --one-per-node (no SMP), the first rank of each
+ * node.  Before pick_python, which renames PROGRAM. */
+int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
+                        const char *bin, ft__text_t *msg);
 
 /* A PROGRAM of "python3" or "python" becomes FT_PYTHON, else here's
  * ft-python when executable, else ft-python found on PATH; else it stays. */

@@ -138,3 +138,32 @@ int ft__launcher_is_srun(const char *const *words, int n) {
   const char *base = strrchr(words[0], '/');
   return strcmp(base ? base + 1 : words[0], "srun") == 0;
 }
+
+/* One app context: COUNT N [HOST_OPT HOST] LOCAL... WORDS... */
+static int app(const char *count, int64_t n, const char *host_opt,
+               const char *host, const ft__words_t *local,
+               const char *const *words, int nwords, ft__words_t *w) {
+  if (ft__words_add(w, count) != FT_OK ||
+      ft__words_addf(w, "%" PRId64, n) != FT_OK ||
+      (host && (ft__words_add(w, host_opt) != FT_OK ||
+                ft__words_add(w, host) != FT_OK)) ||
+      ft__words_addv(w, (const char *const *)local->v, local->n) != FT_OK)
+    return FT_ENOMEM;
+  return ft__words_addv(w, words, nwords);
+}
+
+int ft__launch_apps(const ft__launch_job_t *j, const char *count,
+                    const char *host_opt, const ft__words_t *local,
+                    ft__words_t *w) {
+  const char *smp[] = {j->smp};
+  for (int64_t node = 0; node < j->nodes; node++) {
+    const char *host = j->nhosts > 0 ? j->hosts[node] : NULL;
+    if ((node > 0 && ft__words_add(w, ":") != FT_OK) ||
+        app(count, 1, host_opt, host, local, smp, 1, w) != FT_OK ||
+        ft__words_add(w, ":") != FT_OK ||
+        app(count, j->ranks_per_node - 1, host_opt, host, local, j->program,
+            j->nprogram, w) != FT_OK)
+      return FT_ENOMEM;
+  }
+  return FT_OK;
+}

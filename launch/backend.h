@@ -72,6 +72,11 @@ typedef struct ft__launch_job {
   int nextra;
   const char *const *program; /* PROGRAM and its arguments */
   int nprogram;
+  /* ft-smp's path: each node runs one process of it, its SMP, then
+   * ranks_per_node - 1 of PROGRAM (MPMD, one app context each, in the
+   * ranks' order: node 0's SMP, node 0's trainers, node 1's SMP, ...).
+   * NULL: ranks_per_node of PROGRAM a node. */
+  const char *smp;
 } ft__launch_job_t;
 
 /* What build returns: argv to start (PROGRAM last) and the hostfile's text
@@ -144,6 +149,17 @@ int ft__launch_mca_given(const char *const *extra, int nextra,
  * replacing words ("ssh" when the list is empty). */
 int ft__launcher_pick_agent(const char *list, const ft__env_t *env,
                             ft__words_t *words);
+
+/* The app contexts of an MPMD launch (job->smp) appended to w, one ft-smp
+ * then PROGRAM on each node, in the ranks' order, parted by ":":
+ *   COUNT 1 [HOST_OPT HOST] LOCAL... SMP : COUNT K-1 [HOST_OPT HOST]
+ *   LOCAL... PROGRAM... : ...   (K: ranks_per_node)
+ * HOST_OPT HOST with hosts; none on virtual nodes (their ranks are
+ * consecutive).  LOCAL: the backend's words for each app context (Open
+ * MPI's -x).  FT_OK, FT_ENOMEM. */
+int ft__launch_apps(const ft__launch_job_t *job, const char *count,
+                    const char *host_opt, const ft__words_t *local,
+                    ft__words_t *w);
 
 /* 1 when the probe's words run Slurm's srun (each try a job step). */
 int ft__launcher_is_srun(const char *const *words, int n);

@@ -47,6 +47,7 @@ typedef struct launch {
   ft__launch_cmd_t cmd;
   ft__text_t msg;
   char here[PATH_MAX];
+  char bin[PATH_MAX]; /* where ft-launch itself is (ft-smp beside it) */
   char cwd[PATH_MAX];
   char tmp[PATH_MAX]; /* the temporary directory, "" before it is made */
   double t0;          /* when it started (wall clock): the steps' stamps */
@@ -70,6 +71,7 @@ static int find_here(launch_t *l) {
   char *slash = strrchr(self, '/');
   *slash = '\0';
   snprintf(l->here, sizeof(l->here), "%s", slash == self ? "/" : self);
+  snprintf(l->bin, sizeof(l->bin), "%s", l->here);
   /* Installed, the scripts are next to the program; in a build tree they
    * are in the sources' scripts/: found on PATH, else where the build
    * says the sources are. */
@@ -237,9 +239,15 @@ static int prepare(launch_t *l, int argc, char **argv) {
   rc = ft__launch_validate(&l->args, &l->env, l->cwd, &l->msg);
   if (rc)
     return refused(rc, &l->msg);
-  if (find_here(l) != 0 ||
-      ft__launch_pick_python(&l->args, &l->env, l->here) != FT_OK) {
+  if (find_here(l) != 0) {
     say("cannot find where ft-launch is");
+    return FT_LAUNCH_EXIT_FAIL;
+  }
+  rc = ft__launch_pick_smp(&l->args, &l->env, l->bin, &l->msg);
+  if (rc)
+    return refused(rc, &l->msg);
+  if (ft__launch_pick_python(&l->args, &l->env, l->here) != FT_OK) {
+    say("out of memory");
     return FT_LAUNCH_EXIT_FAIL;
   }
   rc = make_tmp(l);

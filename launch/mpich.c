@@ -88,6 +88,12 @@ static int mpich_build(const ft__launch_job_t *j, ft__env_t *env,
     ADD(w, "-f");
     ADD(w, j->hostfile);
   }
+  if (j->smp) { /* -n 1 [-hosts H] SMP : -n K-1 [-hosts H] PROGRAM : ... */
+    ft__words_t none = FT__WORDS_INIT;
+    if (ft__words_addv(w, j->extra, j->nextra) != FT_OK)
+      return FT_ENOMEM;
+    return ft__launch_apps(j, "-n", "-hosts", &none, w);
+  }
   ADD(w, "-n");
   if (ft__words_addf(w, "%" PRId64,
                      (int64_t)((uint64_t)j->nodes *

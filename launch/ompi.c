@@ -138,8 +138,11 @@ static int slurm_hosts_words(const ft__launch_job_t *j, ft__launch_cmd_t *c) {
   return mca(&c->argv, "rmaps", "seq");
 }
 
+/* With ft-smp (MPMD) each app context names its host (--host): the
+ * hostfile gives the slots, and the order is the app contexts', in Slurm
+ * too. */
 static int hosts_words(const ft__launch_job_t *j, ft__launch_cmd_t *c) {
-  if (j->slurm)
+  if (j->slurm && !j->smp)
     return slurm_hosts_words(j, c);
   for (int i = 0; i < j->nhosts; i++)
     if (ft__text_addf(&c->hostfile, "%s slots=%" PRId64 "\n", j->hosts[i],
@@ -147,6 +150,8 @@ static int hosts_words(const ft__launch_job_t *j, ft__launch_cmd_t *c) {
       return FT_ENOMEM;
   ADD(&c->argv, "--hostfile");
   ADD(&c->argv, j->hostfile);
+  if (j->smp)
+    return FT_OK;
   ADD(&c->argv, "--map-by");
   return ft__words_addf(&c->argv, "ppr:%" PRId64 ":node", j->ranks_per_node);
 }
@@ -157,6 +162,42 @@ static int hosts_words(const ft__launch_job_t *j, ft__launch_cmd_t *c) {
 static int yield(const ft__launch_job_t *j, const ft__env_t *env) {
   return j->cluster && ranks(j) > j->cpus && !given(j, "mpi_yield_when_idle") &&
          !*ft__env_str(env, "OMPI_MCA_mpi_yield_when_idle");
+}
+
+/* -x FTRT_LAUNCH_ID [--mca mpi_yield_when_idle 1] -x FT_... (sorted);
+ * the MCA parameter only with_yield. */
+static int exports(const ft__launch_job_t *j, const ft__env_t *env,
+                   int with_yield, ft__words_t *w) {
+  ADD(w, "-x");
+  ADD(w, "FTRT_LAUNCH_ID");
+  if (with_yield && yield(j, env) &&
+      mca(w, "mpi_yield_when_idle", "1") != FT_OK)
+    return FT_ENOMEM;
+  ft__words_t names = FT__WORDS_INIT;
+  int rc = ft__env_names(env, "FT_", &names);
+  for (int i = 0; rc == FT_OK && i < names.n; i++)
+    if (ft__words_add(w, "-x") != FT_OK ||
+        ft__words_add(w, names.v[i]) != FT_OK)
+      rc = FT_ENOMEM;
+  ft__words_free(&names);
+  return rc;
+}
+
+/* ft-smp beside PROGRAM: [--mca mpi_yield_when_idle 1] --mpirun-arg...,
+ * then the app contexts, each with the -x words (an app context's own
+ * options: each is given them). */
+static int mpmd(const ft__launch_job_t *j, const ft__env_t *env,
+                ft__words_t *w) {
+  if (yield(j, env) && mca(w, "mpi_yield_when_idle", "1") != FT_OK)
+    return FT_ENOMEM;
+  ft__words_t local = FT__WORDS_INIT;
+  int rc = exports(j, env, 0, &local);
+  if (rc == FT_OK)
+    rc = ft__words_addv(w, j->extra, j->nextra);
+  if (rc == FT_OK)
+    rc = ft__launch_apps(j, "-np", "--host", &local, w);
+  ft__words_free(&local);
+  return rc;
 }
 
 static int build(const spell_t *sp, const ft__launch_job_t *j, ft__env_t *env,
@@ -170,20 +211,12 @@ static int build(const spell_t *sp, const ft__launch_job_t *j, ft__env_t *env,
     return FT_ENOMEM;
   if (j->nhosts > 0 && hosts_words(j, c) != FT_OK)
     return FT_ENOMEM;
+  if (j->smp)
+    return mpmd(j, env, w);
   ADD(w, "-np");
   if (ft__words_addf(w, "%" PRId64, ranks(j)) != FT_OK)
     return FT_ENOMEM;
-  ADD(w, "-x");
-  ADD(w, "FTRT_LAUNCH_ID");
-  if (yield(j, env) && mca(w, "mpi_yield_when_idle", "1") != FT_OK)
-    return FT_ENOMEM;
-  ft__words_t names = FT__WORDS_INIT;
-  int rc = ft__env_names(env, "FT_", &names);
-  for (int i = 0; rc == FT_OK && i < names.n; i++)
-    if (ft__words_add(w, "-x") != FT_OK ||
-        ft__words_add(w, names.v[i]) != FT_OK)
-      rc = FT_ENOMEM;
-  ft__words_free(&names);
+  int rc = exports(j, env, 1, w);
   if (rc == FT_OK)
     rc = ft__words_addv(w, j->extra, j->nextra);
   if (rc == FT_OK)

@@ -620,7 +620,10 @@ void ft__launch_plan_job(const ft__launch_plan_t *p, const ft__launch_args_t *a,
                             .extra = extra_of(a),
                             .nextra = a->extra.n,
                             .program = (const char *const *)a->program.v,
-                            .nprogram = a->program.n};
+                            .nprogram = a->program.n,
+                            .smp = *a->smp_program && !a->one_per_node
+                                       ? a->smp_program
+                                       : NULL};
 }
 
 /* ---- what is printed ---- */

@@ -236,6 +236,7 @@ static int build_launch(drv_t *d, const ft__launch_action_t *a,
   if (a->flags & FT_LAUNCH_RUN_RESTORE) {
     job.ranks_per_node = 1;
     job.program = restore, job.nprogram = 5;
+    job.smp = NULL;
   }
   if (launch_env(d, a) != FT_OK ||
       ft__launch_job_env(&job, d->c->env) != FT_OK ||

@@ -35,6 +35,8 @@ struct ft_ctx {
    * can never take one of them. */
   MPI_Comm lib_comm;
   int world_rank, world_size;
+  int role;        /* FT__ROLE_*: what the process asked to be */
+  int smp_program; /* the job's SMPs are ft-smp's processes (MPMD) */
   int is_smp;
   int node_size; /* ranks of this node, SMP included */
   int nlocal;    /* trainers of this node */

@@ -3,8 +3,9 @@
  *
  * MPI_COMM_WORLD is split by node (the ranks of one host, or fixed-size
  * groups of consecutive ranks when FT_VIRTUAL_NODE_RANKS asks for virtual
- * nodes on one host).  The first rank of each node becomes its SMP and never
- * returns; the others get app_comm.  Every step that can fail is followed by
+ * nodes on one host).  Each node's SMP is the process of ft-smp there, when
+ * the job was started with one beside the trainers (MPMD), else the node's
+ * first rank; it never returns, and the others get app_comm.  Every step that can fail is followed by
  * an agreement over MPI_COMM_WORLD, so every rank returns the same status and
  * no rank is left waiting in a collective that the others abandoned.
  */
@@ -94,7 +95,7 @@ static int node_key_of(const ft_ctx_t *c, node_key_t *k, char *msg,
  * split differently and waited inside the split for ever (the GPU
  * machine; open-mpi/ompi issues 10416 and 11585).  And ranks
  * that do not share the host's store are no node of ftrt's. */
-static int split_by_host(ft_ctx_t *c, char *msg, size_t msglen) {
+static int split_by_host(ft_ctx_t *c, int key, char *msg, size_t msglen) {
   node_key_t me;
   int rc = node_key_of(c, &me, msg, msglen);
   node_key_t *all = NULL;
@@ -121,23 +122,58 @@ static int split_by_host(ft_ctx_t *c, char *msg, size_t msglen) {
       break;
     }
   ft__free(all);
-  if (rc == FT_OK && MPI_Comm_split(MPI_COMM_WORLD, color, c->world_rank,
+  if (rc == FT_OK && MPI_Comm_split(MPI_COMM_WORLD, color, key,
                                     &c->node_comm) != MPI_SUCCESS)
     rc = FT_EMPI;
   return rc;
 }
 
+/* A job whose processes include ft-smp's (MPMD: ft-launch --smp ft-smp)
+ * takes them as the SMPs, one on each node; else the first rank of each
+ * node is its SMP.  Every rank learns which from one MPI_MAX, and whether
+ * some node has none or more than one from another (collective). */
+static int smp_program_count(ft_ctx_t *c, char *msg, size_t msglen) {
+  int mine = c->role == FT__ROLE_SMP, here = 0;
+  if (MPI_Allreduce(&mine, &here, 1, MPI_INT, MPI_SUM, c->node_comm) !=
+      MPI_SUCCESS)
+    return FT_EMPI;
+  /* Every rank fails or none does: the next split is over every process. */
+  int bad = c->smp_program && here != 1, any_bad = 0;
+  if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) !=
+      MPI_SUCCESS)
+    return FT_EMPI;
+  if (!bad)
+    return any_bad ? FT_ECONFIG : FT_OK; /* another node's reason */
+  char vnode[32] = "";
+  if (c->vnode >= 0)
+    snprintf(vnode, sizeof(vnode), " (virtual node %d)", c->vnode);
+  return ft__msgf(FT_ECONFIG, msg, msglen,
+                  "node %s%s has %d process(es) of ft-smp among its %d: a job "
+                  "started with ft-smp beside its trainers needs exactly one "
+                  "on each node (start it with ft-launch --smp ft-smp, or "
+                  "start no ft-smp and the first rank of each node is its SMP)",
+                  c->host, vnode, here, c->node_size);
+}
+
 static int split_nodes(ft_ctx_t *c, char *msg, size_t msglen) {
+  int mine = c->role == FT__ROLE_SMP, any = 0;
+  if (MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) !=
+      MPI_SUCCESS)
+    return FT_EMPI;
+  c->smp_program = any;
+  /* ft-smp's process first in its node's communicator, the rest in world
+   * order (the trainers' order on the node, either way). */
+  int key = mine ? 0 : c->world_rank + 1;
   int rc;
   if (c->cfg.vnode_ranks > 0) {
     c->vnode = c->world_rank / c->cfg.vnode_ranks;
-    rc = MPI_Comm_split(MPI_COMM_WORLD, c->vnode, c->world_rank,
-                        &c->node_comm) == MPI_SUCCESS
+    rc = MPI_Comm_split(MPI_COMM_WORLD, c->vnode, key, &c->node_comm) ==
+                 MPI_SUCCESS
              ? FT_OK
              : FT_EMPI;
   } else {
     c->vnode = -1;
-    rc = split_by_host(c, msg, msglen);
+    rc = split_by_host(c, key, msg, msglen);
   }
   if (rc)
     return rc;
@@ -147,7 +183,7 @@ static int split_nodes(ft_ctx_t *c, char *msg, size_t msglen) {
   c->is_smp = node_rank == 0;
   c->nlocal = c->node_size - 1;
   c->local_idx = node_rank - 1;
-  return FT_OK;
+  return smp_program_count(c, msg, msglen);
 }
 
 static int split_roles(ft_ctx_t *c) {
@@ -311,7 +347,8 @@ static void watch_stop(ft__pulse_t *p) {
     ft__pulse_free(p);
 }
 
-int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
+int ft__init_as(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm,
+                int role) {
   if (!ctx || !app_comm)
     return FT_EINVAL;
   *ctx = NULL;
@@ -320,6 +357,7 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   if (!c)
     return FT_ENOMEM;
   c->node_comm = c->app_comm = c->smp_comm = c->lib_comm = MPI_COMM_NULL;
+  c->role = role;
   ft__dir_init(&c->dir, "");
   ft__log_init(&c->log, FT_LOG_WARN, "?", -1, "init");
   int rc = start_mpi(c, argc, argv);
@@ -376,6 +414,10 @@ int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
   *app_comm = c->app_comm;
   c->times.init_ms = ft__times_now_ms();
   return FT_OK;
+}
+
+int ft_init(int *argc, char ***argv, ft_ctx_t **ctx, MPI_Comm *app_comm) {
+  return ft__init_as(argc, argv, ctx, app_comm, FT__ROLE_ANY);
 }
 
 int ft_finalize(ft_ctx_t *c) {

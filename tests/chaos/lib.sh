@@ -24,6 +24,8 @@ for v in $(compgen -e | grep '^FT_'); do
   case $v in FT_CLUSTER_RUNDIR|FT_CLUSTER_PROBE) ;; *) unset "$v" ;; esac
 done
 unset SLURM_JOB_NODELIST   # ft-launch would run on an allocation's nodes
+# FTRT_SMP=ft-smp runs the C trainers' tests with ft-smp's SMPs (MPMD).
+[ -z "${FTRT_SMP:-}" ] || export FT_SMP=$FTRT_SMP
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ftrt-chaos.XXXXXX")
 BG_PIDS=()
@@ -298,7 +300,7 @@ on() {
   local hosts=$1 ppr=$2 log=$3 line i h n=0 hf
   shift 3
   hf=$WORK/hostfile.$log
-  line=$(ft-launch --cluster="$CL" --dry-run -- FTRT_CHAOS_PROGRAM 2>/dev/null | grep -v '^#') ||
+  line=$(ft-launch --cluster="$CL" --smp first-rank --dry-run -- FTRT_CHAOS_PROGRAM 2>/dev/null | grep -v '^#') ||
     fail "ft-launch --dry-run on $CL failed"
   local -a cmd out=()
   eval "cmd=($line)"
