@@ -246,6 +246,16 @@ static int prepare(launch_t *l, int argc, char **argv) {
   rc = ft__launch_pick_smp(&l->args, &l->env, l->bin, &l->msg);
   if (rc)
     return refused(rc, &l->msg);
+  /* The job is told which: a Python trainer that ends before ftrt.init()
+   * in a job with ft-smp ends the job (its node's ft-smp would wait for
+   * it in ft_init forever); under first-rank no variable of the user's
+   * says otherwise. */
+  if (!*l->args.smp_program)
+    ft__env_unset(&l->env, "FT_SMP");
+  else if (ft__env_set(&l->env, "FT_SMP", "ft-smp") != FT_OK) {
+    say("out of memory");
+    return FT_LAUNCH_EXIT_FAIL;
+  }
   if (ft__launch_pick_python(&l->args, &l->env, l->here) != FT_OK) {
     say("out of memory");
     return FT_LAUNCH_EXIT_FAIL;

@@ -32,8 +32,16 @@ after the first --timing-skip (5) of this run, start-up and warm-up left out
 (ft-bench's py_train_vs_plain).
 """
 import argparse
+import hashlib
+import random
 import sys
 import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
 
 
 def parse():
@@ -75,8 +83,8 @@ def parse():
 
 args = parse()
 
-# ---- ftrt first: an SMP rank never returns from init(), and so never
-# ---- imports torch (it stays a small process next to the trainers).
+# ---- ftrt: under ft-launch each node's SMP is a process of ft-smp, so
+# ---- init() returns here on every process, wherever the script calls it.
 if args.no_ftrt:
     from mpi4py import MPI
     ctx, comm = None, MPI.COMM_WORLD
@@ -85,19 +93,10 @@ else:
     ctx = ftrt.init()
     comm = ctx.comm
 
-import hashlib  # noqa: E402
-import random  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
 torch.set_num_threads(1)
 rank, world = comm.Get_rank(), comm.Get_size()
 if args.no_ftrt:
-    from ftrt import init_process_group  # noqa: E402
+    from ftrt import init_process_group
 else:
     init_process_group = ftrt.init_process_group
 init_process_group(comm)  # gloo over exactly the trainers

@@ -13,9 +13,9 @@ states, and counters (int or float); objects with state_dict() and
 load_state_dict() (an LR scheduler, a data loader's position) are
 serialised at each snapshot.
 
+    import torch
     import ftrt
-    ctx = ftrt.init()                  # an SMP rank never returns from here
-    import torch                       # (so SMP ranks never import torch)
+    ctx = ftrt.init()                  # under ft-launch: anywhere, every trainer
     ftrt.init_process_group(ctx.comm)  # gloo over exactly the trainers
     ...model, optimizer...
     ctx.register_model(model)
@@ -34,6 +34,7 @@ serialised at each snapshot.
             counters.step += 1
     ctx.finalize()
 """
+import atexit
 import ctypes
 import hashlib
 import numbers
@@ -92,24 +93,60 @@ def _import_mpi():
 
 
 def init():
-    """ft_init.  Collective over MPI_COMM_WORLD (every rank of the launch).
+    """ft_init.  Collective over MPI_COMM_WORLD (every process of the launch).
 
-    On the first rank of each node this runs the node's SMP and never
-    returns (the process exits 0 once the trainers finalize, or non-zero
-    when the SMP fails); call it before importing anything heavy, so the
-    SMP stays small.  On every other rank it returns a ``Context`` whose
-    ``comm`` (mpi4py) holds the trainers only: use it, not COMM_WORLD.
-    On failure every rank raises the same ``ftrt.Error``.
+    Under ft-launch, each node's SMP is a process of ft-smp beside the
+    trainers (``--smp ft-smp``, the default for a Python PROGRAM): call
+    init() where the script likes, after its imports, on every trainer.
+    With ``--smp first-rank`` (or a plain ``mpirun -np P python ...``) the
+    first rank of each node runs the script too and becomes its node's SMP
+    here: it never returns (the process exits 0 once the trainers finalize,
+    or non-zero when the SMP fails), so call init() before importing
+    anything heavy.  On a trainer it returns a ``Context`` whose ``comm``
+    (mpi4py) holds the trainers only: use it, not COMM_WORLD.  On failure
+    every process raises the same ``ftrt.Error``.
     """
+    global _init_entered
     MPI = _import_mpi()
     handle = lib()
     sys.stdout.flush()
     sys.stderr.flush()
     ctx = ctypes.c_void_p()
     comm_buf = (ctypes.c_char * MPI._sizeof(MPI.Comm))()
+    # From here on every process of the job agrees on the outcome.
+    _init_entered = True
     check(handle.ft_init(None, None, ctypes.byref(ctx), comm_buf), "ft_init")
     _abort_on_uncaught(MPI)
     return Context(ctx, _comm_from_handle(comm_buf))
+
+
+_init_entered = False
+
+
+def _exit_before_init():
+    """A trainer of a job whose SMPs are ft-smp's processes (ft-launch sets
+    FT_SMP=ft-smp for it) that ends without entering init() -- an exception,
+    sys.exit(), a --help -- would leave its node's SMP waiting in ft_init
+    for it, and the job would hang (under Open MPI, this process too, in
+    mpi4py's MPI_Finalize).  Registered at import: it ends the job instead,
+    saying why.  Python's atexit handlers run before mpi4py finalizes."""
+    if _init_entered or os.environ.get("FT_SMP") != "ft-smp":
+        return
+    MPI = _import_mpi()
+    if MPI.Is_finalized():
+        return
+    sys.stdout.flush()
+    sys.stderr.write(
+        "ftrt: rank %d of the job (host %s) is ending without having called "
+        "ftrt.init(), and its node's SMP (a process of ft-smp) waits in "
+        "ft_init for every trainer: ending the job (call ftrt.init() on "
+        "every trainer, or launch with ft-launch --smp first-rank)\n"
+        % (MPI.COMM_WORLD.Get_rank(), MPI.Get_processor_name()))
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(1)
+
+
+atexit.register(_exit_before_init)
 
 
 def _abort_on_uncaught(MPI):

@@ -58,6 +58,37 @@ suite() {
   else
     echo "# test_dcp.py skipped on $PY: no torch.distributed.checkpoint with FSDP2"
   fi
+  # ft-smp beside Python trainers (ft-launch's default for a Python
+  # PROGRAM): torch imported first, ftrt.init() late; the code before it ran
+  # on the 2 trainers only, each node's SMP is ft-smp's process without
+  # torch, and a second launch resumes from what the first committed.
+  echo "# ft-smp beside the trainers, torch imported first"
+  local mp=$WORK/mpmd-$2 r
+  for run in first again; do
+    mkdir -p "$mp/$run"
+    FT_JOB=py-mpmd-$2 timeout -k 10 180 "$BLD/ft-launch" --nodes 2 --job "py-mpmd-$2" -- \
+      "$PY" "$SRC/tests/python/mpmd_job.py" "$mp/$run" "$BLD/ft-status" >"$WORK/mpmd-$run" 2>&1
+    r=$?
+    [ $r -eq 0 ] || { echo "FAIL: ft-smp's job ($run): ft-launch exit $r"; cat "$WORK/mpmd-$run"; rc=1; continue; }
+    local want="restored step 1"
+    [ $run = again ] && want="resumed from step 1"
+    for t in 0 1; do
+      printf 'rank %d: smp ft-smp, torch not loaded\nrank %d: %s, bytes equal\n' $t $t "$want" |
+        cmp -s - "$mp/$run/rank.$t" ||
+        { echo "FAIL: ft-smp's job ($run), trainer $t wrote:"; cat "$mp/$run/rank.$t"; cat "$WORK/mpmd-$run"; rc=1; }
+    done
+  done
+  n=$(find "$mp" -name 'before.*' | wc -l)
+  [ "$n" -eq 4 ] || { echo "FAIL: the code before ftrt.init() ran in $n processes over two launches of 2 trainers, expected 4"; rc=1; }
+  # A trainer that ends without calling ftrt.init() (sys.exit(0) with MPI
+  # initialised, as a --help might) ends the job, saying why, instead of
+  # leaving its node's ft-smp waiting for it.  timeout only bounds a hang.
+  mkdir "$mp/early"
+  FT_JOB=py-early-$2 timeout -k 10 120 "$BLD/ft-launch" --nodes 2 --job "py-early-$2" -- \
+    "$PY" "$SRC/tests/python/mpmd_job.py" "$mp/early" "$BLD/ft-status" exit-before-init >"$WORK/mpmd-early" 2>&1
+  r=$?
+  [ $r -eq 1 ] && grep -q "^ftrt: rank 3 of the job (host .*) is ending without having called ftrt.init(), and its node's SMP (a process of ft-smp) waits in ft_init for every trainer: ending the job" "$WORK/mpmd-early" ||
+    { echo "FAIL: a trainer ending before ftrt.init(): ft-launch exit $r (expected 1, the job ended with the reason)"; cat "$WORK/mpmd-early"; rc=1; }
   # An exception no trainer catches ends the job (an MPI abort) instead of
   # leaving it waiting in MPI_Finalize for an SMP that serves until every
   # trainer finalizes; the traceback is shown.  timeout only bounds a hang.
