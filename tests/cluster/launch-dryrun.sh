@@ -3,7 +3,8 @@
 # command lines and environments as users give them, and its stdout,
 # stderr and exit code compared byte for byte with what is expected
 # (tests/cluster/launch-dryrun.expected).  The cases: this host (--nodes,
-# --ppn, --one-per-node, --ec and FT_EC_K/M, --persist, --times, the FT_*
+# --ppn, --one-per-node, --smp and FT_SMP (ft-smp's app contexts), --ec and
+# FT_EC_K/M, --persist, --times, the FT_*
 # variables passed on, printf %q of odd words), a hostfile (spare and
 # domain= lines, --spares, the probe: --probe, FT_PROBE, the rsh agent), a
 # Slurm allocation (SLURM_JOB_NODELIST through ft-nodelist), MPICH's
@@ -30,6 +31,9 @@ mkdir -p "$D" "$WORK/tmp" "$WORK/case" "$WORK/agents"
 cp "$SRC/scripts/ft-cluster" "$SRC/scripts/ft-rsh" \
   "$SRC/scripts/ft-nodelist" "$C_LAUNCH" "$D/" || fail "cannot copy the programs"
 [ -z "$RECORD" ] || cp "$RECORD" "$D/ft-launch-record" || fail "cannot copy $RECORD"
+# The ft-smp next to ft-launch (--smp ft-smp; removed for the last case).
+printf '#!/bin/sh\n' >"$D/ft-smp"
+chmod +x "$D/ft-smp"
 # An agent of ours on PATH, so that "first found on PATH" has one answer.
 printf '#!/bin/sh\nexit 0\n' >"$WORK/agents/myrsh"
 chmod +x "$WORK/agents/myrsh"
@@ -114,6 +118,19 @@ same python FT_PYTHON=/opt/py/bin/python3 -- --dry-run -- python3 train.py
 same python-path -- --dry-run -- python train.py
 same mpirun-args -- --dry-run --mpirun-arg --mca --mpirun-arg btl --mpirun-arg self \
   --mpirun-arg --nooversubscribe -- prog
+# Each node's SMP a process of ft-smp: by --smp, FT_SMP, or a Python program.
+same smp -- --dry-run --smp ft-smp --nodes 2 --ppn 2 -- prog a
+same smp-env FT_SMP=ft-smp -- --dry-run --nodes 2 -- prog
+same smp-one-node -- --dry-run --smp=ft-smp --nodes 1 -- prog
+same smp-first-rank FT_SMP=ft-smp -- --dry-run --smp first-rank -- python3 train.py
+same smp-python-one-per-node -- --dry-run --one-per-node --nodes 2 -- python3 tool.py
+same smp-args -- --dry-run --smp ft-smp --nodes 2 --ec 1+1 --mpirun-arg --mca --mpirun-arg btl \
+  --mpirun-arg self,tcp -- prog
+same smp-bad -- --dry-run --smp both -- prog
+same smp-env-bad FT_SMP=yes -- --dry-run -- prog
+same smp-one-per-node -- --dry-run --smp ft-smp --one-per-node -- ft-restore
+same smp-slurm 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --smp ft-smp -- prog
+same smp-mpich -- --dry-run --launcher mpich --smp ft-smp --nodes 2 --ppn 2 -- prog
 
 # ---- usage ---------------------------------------------------------------------
 same help -- --help
@@ -161,6 +178,9 @@ same hostfile -- --dry-run --hostfile "$WORK/hosts" -- prog
 same hostfile-nodes -- --dry-run --hostfile "$WORK/hosts" --nodes 2 --spares 1 --ppn 3 -- prog
 same hostfile-spares-01 -- --dry-run --hostfile "$WORK/hosts" --nodes 2 --spares 01 -- prog
 same hostfile-too-few -- --dry-run --hostfile "$WORK/hosts" --nodes 4 -- prog
+same smp-hostfile -- --dry-run --smp ft-smp --hostfile "$WORK/hosts" --spares 1 --ppn 2 -- prog
+same smp-mpich-hostfile -- --dry-run --launcher mpich --hostfile "$WORK/hosts" -- python3 t.py
+same smp-ompi5 -- --dry-run --launcher ompi5 --smp ft-smp --hostfile "$WORK/hosts" -- prog
 same hostfile-spares-big -- --dry-run --hostfile "$WORK/hosts" --spares 5 -- prog
 same hostfile-missing -- --dry-run --hostfile "$WORK/no-such-file" -- prog
 same hostfile-only-spares -- --dry-run --hostfile "$WORK/only-spares" -- prog
@@ -242,12 +262,17 @@ else
   same cluster-mpich-ucx UCX_TLS=tcp -- --dry-run --cluster "$CL" --launcher mpich -- prog
   same cluster-ompi5 -- --dry-run --cluster "$CL" --launcher ompi5 --ppn 2 -- prog
   same cluster-ompi5-btl OMPI_MCA_btl=self,tcp -- --dry-run --cluster "$CL" --launcher ompi5 -- prog
+  same cluster-smp -- --dry-run --cluster "$CL" --smp ft-smp --ppn 2 -- prog
+  same cluster-smp-mpich -- --dry-run --cluster "$CL" --launcher mpich -- python3 t.py
 fi
 
 # The ft-python next to ft-launch (the build's), after the rest: both see it.
 printf '#!/bin/sh\n' >"$D/ft-python"
 chmod +x "$D/ft-python"
 same python-here -- --dry-run -- python3 train.py
+# No ft-smp next to ft-launch nor on PATH.
+rm -f "$D/ft-smp"
+same smp-missing PATH=/usr/bin:/bin -- --dry-run -- python3 train.py
 
 if [ -n "$RECORD" ]; then
   cp "$WORK/got" "$EXPECTED" || fail "cannot write $EXPECTED"
