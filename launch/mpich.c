@@ -11,6 +11,9 @@
  *     [-f F]                            with hosts: F's lines "HOST:K", each
  *                                       host once, in rank order
  *     -n N*K  --mpirun-arg...  PROGRAM...
+ * or, with ft-smp (job->smp), after the --mpirun-arg words, two contexts a
+ * node, its SMP's then its trainers':
+ *     -n 1 [-hosts H] FT-SMP : -n K-1 [-hosts H] PROGRAM : ...
  * Hydra passes the whole environment to the ranks (its -genvall, the
  * default): FTRT_LAUNCH_ID and the FT_ variables with it.  On the cluster
  * the ranks talk TCP through libfabric (MPIR_CVAR_CH4_NETMOD=ofi,

@@ -35,6 +35,12 @@
  * with OMPI_ALLOW_RUN_AS_ROOT, OMPI_ALLOW_RUN_AS_ROOT_CONFIRM (both
  * runtimes read them) and, for ORTE, OMPI_MCA_rmaps_base_oversubscribe
  * set to 1 in the environment.
+ * With ft-smp (job->smp) the hostfile says "HOST slots=K" with no --map-by
+ * (or rmaps seq), the --mpirun-arg words come before the first app context,
+ * and each node gets two, its SMP's and its trainers':
+ *     -np 1 [--host H] -x ... FT-SMP : -np K-1 [--host H] -x ... PROGRAM : ...
+ * the -x words repeated in each (a context's own environment), --host only
+ * with hosts.
  */
 #include <inttypes.h>
 #include <stdio.h>

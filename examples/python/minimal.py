@@ -1,9 +1,8 @@
 # The smallest protected PyTorch trainer: a model, Adam, a snapshot every 10 steps.
+import torch
 import ftrt
 
-ctx = ftrt.init()                     # SMP ranks never return: call it first,
-import torch                          # so that SMP processes never import torch
-
+ctx = ftrt.init()                     # on the trainers; each node's SMP is ft-smp
 ftrt.init_process_group(ctx.comm)     # gloo over exactly the trainers
 torch.manual_seed(0)
 model = torch.nn.Linear(64, 64)

@@ -83,8 +83,10 @@ def parse():
 
 args = parse()
 
-# ---- ftrt: under ft-launch each node's SMP is a process of ft-smp, so
-# ---- init() returns here on every process, wherever the script calls it.
+# ---- ftrt: under ft-launch each node's SMP is a process of ft-smp and the
+# ---- script runs on the trainers only, so init() may come after imports.
+# ---- (Under a plain mpirun the first rank of each node becomes its SMP
+# ---- here and never returns: that SMP then holds torch too.)
 if args.no_ftrt:
     from mpi4py import MPI
     ctx, comm = None, MPI.COMM_WORLD
