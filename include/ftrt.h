@@ -129,11 +129,13 @@ typedef struct {
 } ft_buf_opts_t;
 
 /*
- * Initialise MPI (if not already) and ftrt.  Splits MPI_COMM_WORLD by node:
- * the first rank of each node becomes the node's SMP and never returns from
- * this call (it serves the node, then finalizes MPI and exits 0).  Every other
- * rank returns with *app_comm, a communicator of trainers only, to use instead
- * of MPI_COMM_WORLD.  Collective over MPI_COMM_WORLD.
+ * Initialise MPI (if not already) and ftrt.  Splits MPI_COMM_WORLD by node.
+ * Each node's SMP is its process of ft-smp when the job was started with
+ * one beside the trainers (ft-launch --smp ft-smp), else the node's first
+ * rank, which never returns from this call (it serves the node, then
+ * finalizes MPI and exits 0).  Every trainer must call it; each returns with
+ * *app_comm, a communicator of trainers only, to use instead of
+ * MPI_COMM_WORLD.  Collective over MPI_COMM_WORLD.
  * On failure *ctx is NULL, *app_comm is MPI_COMM_NULL and all ranks return the
  * same status.
  */

@@ -78,7 +78,13 @@ def parse():
                     help="print 'time N steps S s median step M s' for the "
                     "steps after the first --timing-skip")
     ap.add_argument("--timing-skip", type=int, default=5)
-    return ap.parse_args()
+    a = ap.parse_args()
+    # Refused before ftrt.init(), so that every process says it and exits.
+    if a.dcp and (a.sharded or a.no_ftrt):
+        ap.error("--dcp saves through ftrt, unsharded or with --fsdp")
+    if a.fsdp and a.sharded:
+        ap.error("--fsdp and --sharded are two ways to shard: pick one")
+    return a
 
 
 args = parse()
@@ -154,11 +160,7 @@ data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
 torch.manual_seed(args.seed)           # the same initial model everywhere
 model = GPT(len(chars), args.block, args.d_model, args.heads, args.layers,
             args.dropout)
-if args.dcp and (args.sharded or args.no_ftrt):
-    sys.exit("train_gpt: --dcp saves through ftrt, unsharded or with --fsdp")
 if args.fsdp:
-    if args.sharded:
-        sys.exit("train_gpt: --fsdp and --sharded are two ways to shard: pick one")
     # FSDP2: every block, then the whole model, sharded row-wise (Shard(0))
     # over the trainers; it averages the gradients itself.
     from torch.distributed.device_mesh import init_device_mesh

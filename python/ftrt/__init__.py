@@ -106,7 +106,7 @@ def init():
     (mpi4py) holds the trainers only: use it, not COMM_WORLD.  On failure
     every process raises the same ``ftrt.Error``.
     """
-    global _init_entered
+    global _init_entered, _unfinalized
     MPI = _import_mpi()
     handle = lib()
     sys.stdout.flush()
@@ -117,36 +117,48 @@ def init():
     _init_entered = True
     check(handle.ft_init(None, None, ctypes.byref(ctx), comm_buf), "ft_init")
     _abort_on_uncaught(MPI)
-    return Context(ctx, _comm_from_handle(comm_buf))
+    context = Context(ctx, _comm_from_handle(comm_buf))
+    _unfinalized += 1
+    return context
 
 
 _init_entered = False
+_unfinalized = 0  # contexts init() returned that finalize() has not ended
 
 
-def _exit_before_init():
-    """A trainer of a job whose SMPs are ft-smp's processes (ft-launch sets
-    FT_SMP=ft-smp for it) that ends without entering init() -- an exception,
-    sys.exit(), a --help -- would leave its node's SMP waiting in ft_init
-    for it, and the job would hang (under Open MPI, this process too, in
-    mpi4py's MPI_Finalize).  Registered at import: it ends the job instead,
-    saying why.  Python's atexit handlers run before mpi4py finalizes."""
-    if _init_entered or os.environ.get("FT_SMP") != "ft-smp":
-        return
+def _end_job(why):
     MPI = _import_mpi()
     if MPI.Is_finalized():
         return
     sys.stdout.flush()
-    sys.stderr.write(
-        "ftrt: rank %d of the job (host %s) is ending without having called "
-        "ftrt.init(), and its node's SMP (a process of ft-smp) waits in "
-        "ft_init for every trainer: ending the job (call ftrt.init() on "
-        "every trainer, or launch with ft-launch --smp first-rank)\n"
-        % (MPI.COMM_WORLD.Get_rank(), MPI.Get_processor_name()))
+    sys.stderr.write("ftrt: rank %d of the job (host %s) is ending %s: "
+                     "ending the job\n" % (MPI.COMM_WORLD.Get_rank(),
+                                           MPI.Get_processor_name(), why))
     sys.stderr.flush()
     MPI.COMM_WORLD.Abort(1)
 
 
-atexit.register(_exit_before_init)
+def _at_exit():
+    """A trainer that ends without finalize() would leave its node's SMP
+    serving it, and one of a job whose SMPs are ft-smp's processes
+    (ft-launch sets FT_SMP=ft-smp for it) that ends without entering init()
+    -- an exception, sys.exit(), a --help -- would leave its SMP waiting in
+    ft_init for it: the job would hang (under Open MPI, this process too,
+    in mpi4py's MPI_Finalize).  Registered at import: it ends the job
+    instead, saying why.  Python's atexit handlers run before mpi4py
+    finalizes."""
+    if _unfinalized:
+        _end_job("without ctx.finalize() (or a `with ftrt.init() as ctx:` "
+                 "block), and its node's SMP serves until every trainer "
+                 "finalizes")
+    elif not _init_entered and os.environ.get("FT_SMP") == "ft-smp":
+        _end_job("without having called ftrt.init(), and its node's SMP (a "
+                 "process of ft-smp) waits in ft_init for every trainer "
+                 "(call ftrt.init() on every trainer, or launch with "
+                 "ft-launch --smp first-rank)")
+
+
+atexit.register(_at_exit)
 
 
 def _abort_on_uncaught(MPI):
@@ -481,9 +493,11 @@ class Context:
     def finalize(self):
         """ft_finalize: wait for outstanding work, release the node's SMP.
         The context and comm are unusable afterwards, whatever happens."""
+        global _unfinalized
         if self._h is None:
             return
         h, self._h = self._h, None
+        _unfinalized -= 1
         _set_comm_null(self.comm)
         check(lib().ft_finalize(h), "ft_finalize")
 

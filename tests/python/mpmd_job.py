@@ -7,11 +7,13 @@ SMP is ft-smp's process and has no torch in it, then snapshots and restores
 a tensor and writes what a user would check to OUT/rank.R (a file of its
 own: the lines of two trainers are not interleaved).
 
-    mpmd_job.py OUT FT-STATUS [exit-before-init]
+    mpmd_job.py OUT FT-STATUS [exit-before-init | no-finalize]
 
 With exit-before-init, trainer 1 initialises MPI and ends with sys.exit(0)
 instead of calling ftrt.init(), as a script's --help might: its node's SMP
-would wait for it, so the ftrt package ends the job.
+would wait for it, so the ftrt package ends the job.  With no-finalize,
+every trainer calls ftrt.init() and ends without ctx.finalize(): the SMPs
+would serve them for ever, so the job is ended too.
 """
 import json
 import os
@@ -29,6 +31,9 @@ if sys.argv[3:] == ["exit-before-init"]:
     from mpi4py import MPI
     if MPI.COMM_WORLD.Get_rank() == 3:  # trainer 1: rank 3 of 2 x (SMP, trainer)
         sys.exit(0)
+if sys.argv[3:] == ["no-finalize"]:
+    ctx = ftrt.init()
+    sys.exit(0)
 
 with ftrt.init() as ctx:
     rank = ctx.comm.Get_rank()

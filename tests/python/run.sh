@@ -87,8 +87,15 @@ suite() {
   FT_JOB=py-early-$2 timeout -k 10 120 "$BLD/ft-launch" --nodes 2 --job "py-early-$2" -- \
     "$PY" "$SRC/tests/python/mpmd_job.py" "$mp/early" "$BLD/ft-status" exit-before-init >"$WORK/mpmd-early" 2>&1
   r=$?
-  [ $r -eq 1 ] && grep -q "^ftrt: rank 3 of the job (host .*) is ending without having called ftrt.init(), and its node's SMP (a process of ft-smp) waits in ft_init for every trainer: ending the job" "$WORK/mpmd-early" ||
+  [ $r -eq 1 ] && grep -q "^ftrt: rank 3 of the job (host .*) is ending without having called ftrt.init(), and its node's SMP (a process of ft-smp) waits in ft_init for every trainer (call ftrt.init() on every trainer, or launch with ft-launch --smp first-rank): ending the job$" "$WORK/mpmd-early" ||
     { echo "FAIL: a trainer ending before ftrt.init(): ft-launch exit $r (expected 1, the job ended with the reason)"; cat "$WORK/mpmd-early"; rc=1; }
+  # Every trainer ending without ctx.finalize(): the same.
+  mkdir "$mp/nofin"
+  FT_JOB=py-nofin-$2 timeout -k 10 120 "$BLD/ft-launch" --nodes 2 --job "py-nofin-$2" -- \
+    "$PY" "$SRC/tests/python/mpmd_job.py" "$mp/nofin" "$BLD/ft-status" no-finalize >"$WORK/mpmd-nofin" 2>&1
+  r=$?
+  [ $r -eq 1 ] && grep -q "^ftrt: rank [13] of the job (host .*) is ending without ctx.finalize() (or a \`with ftrt.init() as ctx:\` block), and its node's SMP serves until every trainer finalizes: ending the job$" "$WORK/mpmd-nofin" ||
+    { echo "FAIL: trainers ending without ctx.finalize(): ft-launch exit $r (expected 1, the job ended with the reason)"; cat "$WORK/mpmd-nofin"; rc=1; }
   # An exception no trainer catches ends the job (an MPI abort) instead of
   # leaving it waiting in MPI_Finalize for an SMP that serves until every
   # trainer finalizes; the traceback is shown.  timeout only bounds a hang.
