@@ -4,7 +4,9 @@
     ft-launch --nodes 4 -- python3 examples/python/train_gpt.py --steps 40
 
 Every trainer holds the whole model; gradients are averaged with
-torch.distributed (gloo) over the trainers' communicator.  With --sharded,
+torch.distributed (gloo) over the trainers' communicator, by hand, or with
+--ddp by torch's DistributedDataParallel wrapped around the model (ftrt
+registers the wrapped model's parameters, the same tensors).  With --sharded,
 Adam's state is ZeRO-1 style: each trainer keeps only its slice of a flat
 parameter vector's exp_avg/exp_avg_sq (and updates only that slice of the
 parameters, then all-gathers them); those slices are registered as slices of
@@ -70,6 +72,8 @@ def parse():
                     "torch.distributed.checkpoint through ftrt.dcp")
     ap.add_argument("--dcp-mib", type=int, default=16,
                     help="--dcp: the arena, MiB for all trainers")
+    ap.add_argument("--ddp", action="store_true",
+                    help="DistributedDataParallel averages the gradients")
     ap.add_argument("--sharded", action="store_true",
                     help="ZeRO-1: each trainer holds its slice of Adam's state")
     ap.add_argument("--digest-at", type=int, default=-1)
@@ -84,6 +88,9 @@ def parse():
         ap.error("--dcp saves through ftrt, unsharded or with --fsdp")
     if a.fsdp and a.sharded:
         ap.error("--fsdp and --sharded are two ways to shard: pick one")
+    if a.ddp and (a.fsdp or a.sharded):
+        ap.error("--ddp keeps the whole model on every trainer: not with "
+                 "--fsdp or --sharded")
     return a
 
 
@@ -169,6 +176,17 @@ if args.fsdp:
     for blk in model.blocks:
         fully_shard(blk, mesh=mesh)
     fully_shard(model, mesh=mesh)
+net = model  # what the forward pass runs
+if args.ddp:
+    # DDP: rank 0's parameters broadcast (the same initial model anyway),
+    # gradients averaged in buckets during backward.  By default DDP
+    # rebuilds its buckets after its first step, in the order the gradients
+    # came; a resumed process's first step would sum in the first layout,
+    # and over more than 2 trainers gloo's ring then adds in another order:
+    # other bits than the run that did not fail.  find_unused_parameters
+    # keeps the first layout for good (DDP never rebuilds it then).
+    net = nn.parallel.DistributedDataParallel(
+        model, find_unused_parameters=True)
 params = [p for p in model.parameters()]
 # Each trainer draws its own batches and dropout masks.
 torch.manual_seed(args.seed * 1000 + rank + 1)
@@ -207,8 +225,8 @@ if args.lr_gamma is not None:
 
 
 def average_gradients():
-    if args.fsdp:
-        return   # fully_shard's reduce-scatter has averaged them
+    if args.fsdp or args.ddp:
+        return   # fully_shard's reduce-scatter, or DDP, has averaged them
     g = torch.cat([p.grad.reshape(-1) for p in params])
     dist.all_reduce(g)
     g /= world
@@ -334,6 +352,7 @@ if rank == 0:
           f"tensors {len(params)} trainers {world}"
           f"{' sharded' if args.sharded else ''}"
           f"{' fsdp' if args.fsdp else ''}"
+          f"{' ddp' if args.ddp else ''}"
           f"{' dcp' if args.dcp else ''}", flush=True)
 
 # ---- the loop ----
@@ -342,7 +361,7 @@ ends = [time.perf_counter()]  # the loop's start, then each step's end
 model.train()
 while counters.step < args.steps:
     x, y = batch()
-    loss = F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1))
+    loss = F.cross_entropy(net(x).view(-1, len(chars)), y.view(-1))
     for p in params:
         p.grad = None
     loss.backward()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The PyTorch example (examples/python/train_gpt.py, the ftrt Python
 # package) on the simulated cluster: 4 hosts, 3+1, one Python trainer per
-# host, a snapshot every 4 steps, SGD with momentum and an ExponentialLR
-# scheduler (registered as a Stateful; Adam is chaos-py-shrink.sh's).
+# host (each host's SMP a process of ft-smp, ft-launch's default for a
+# Python program), the model wrapped in DistributedDataParallel (--ddp), a
+# snapshot every 4 steps, SGD with momentum and an ExponentialLR scheduler
+# (registered as a Stateful; Adam is chaos-py-shrink.sh's).
 # Faults land at a named step (the job is held there until ft-chaos has
 # delivered them).
 #   1. fault-free reference: 24 steps; its digest, and its digest after
@@ -19,12 +21,12 @@
 need_cluster
 need_python
 STEPS=24 EVERY=4
-TRAIN_ARGS=(--snapshot-every "$EVERY" --digest-at 12 --optimizer sgd --lr-gamma 0.97)
+TRAIN_ARGS=(--snapshot-every "$EVERY" --digest-at 12 --optimizer sgd --lr-gamma 0.97 --ddp)
 up cpy 4 --spares 1
 
 begin "1. fault-free reference: 4 hosts, 3+1, $STEPS steps"
 py_reference ref "$STEPS"
-expect_line ref '^model 2 layers .* trainers 4$' "fault-free run"
+expect_line ref '^model 2 layers .* trainers 4 ddp$' "fault-free run"
 ok "fault-free digest $REF"
 
 begin "2. kill -9 the Python trainer of h2 (rank 1) at step 8"
