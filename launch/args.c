@@ -645,7 +645,9 @@ int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
                              "process of ft-smp) or first-rank (the first "
                              "rank of each node)",
                              a->smp, from);
-  if (a->one_per_node && strcmp(a->smp, "ft-smp") == 0)
+  /* FT_SMP is a default for the jobs that have SMPs: --one-per-node's
+   * have none */
+  if (a->one_per_node && !*from && strcmp(a->smp, "ft-smp") == 0)
     return ft__launch_refuse(msg, FT_LAUNCH_EXIT_USAGE,
                              "--smp ft-smp and --one-per-node exclude each "
                              "other (one rank a node runs no SMP)");

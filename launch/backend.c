@@ -139,6 +139,41 @@ int ft__launcher_is_srun(const char *const *words, int n) {
   return strcmp(base ? base + 1 : words[0], "srun") == 0;
 }
 
+/* The entry of opts that word names (-NAME, --NAME, or either with
+ * =VALUE: *inline set), or NULL. */
+static const ft__launch_ctx_opt_t *ctx_opt(const char *word,
+                                           const ft__launch_ctx_opt_t *opts,
+                                           int *inline_value) {
+  if (word[0] != '-')
+    return NULL;
+  const char *name = word + (word[1] == '-' ? 1 : 0);
+  for (const ft__launch_ctx_opt_t *o = opts; o->name; o++) {
+    size_t len = strlen(o->name);
+    if (strncmp(name, o->name, len) == 0 &&
+        (name[len] == '\0' || (name[len] == '=' && o->nargs > 0))) {
+      *inline_value = name[len] == '=';
+      return o;
+    }
+  }
+  return NULL;
+}
+
+int ft__launch_part_extra(const char *const *extra, int nextra,
+                          const ft__launch_ctx_opt_t *opts,
+                          ft__words_t *global, ft__words_t *local) {
+  for (int i = 0; i < nextra; i++) {
+    int inline_value = 0;
+    const ft__launch_ctx_opt_t *o = ctx_opt(extra[i], opts, &inline_value);
+    int n = o ? 1 + (inline_value ? 0 : o->nargs) : 1;
+    if (i + n > nextra) /* an option without its value: mpirun says so */
+      n = nextra - i;
+    if (ft__words_addv(o ? local : global, extra + i, n) != FT_OK)
+      return FT_ENOMEM;
+    i += n - 1;
+  }
+  return FT_OK;
+}
+
 /* One app context: COUNT N [HOST_OPT HOST] LOCAL... WORDS... */
 static int app(const char *count, int64_t n, const char *host_opt,
                const char *host, const ft__words_t *local,

@@ -161,6 +161,23 @@ int ft__launch_apps(const ft__launch_job_t *job, const char *count,
                     const char *host_opt, const ft__words_t *local,
                     ft__words_t *w);
 
+/* An app context's own option of an MPI launcher and how many words
+ * follow it ("-x", 1).  A table of them ends with a NULL name. */
+typedef struct ft__launch_ctx_opt {
+  const char *name; /* one dash ("-wdir"); "--wdir" is taken too */
+  int nargs;
+} ft__launch_ctx_opt_t;
+
+/* The --mpirun-arg words parted for an MPMD launch: each app context's own
+ * options of the table opts (an option with its nargs words, or written
+ * NAME=VALUE) appended to local, every other word to global, each in the
+ * order given.  An app context's options before the first context apply
+ * to that context alone (Open MPI 4's -x and --wdir, hydra's -env and
+ * -wdir), so each context is given them.  FT_OK, FT_ENOMEM. */
+int ft__launch_part_extra(const char *const *extra, int nextra,
+                          const ft__launch_ctx_opt_t *opts,
+                          ft__words_t *global, ft__words_t *local);
+
 /* 1 when the probe's words run Slurm's srun (each try a job step). */
 int ft__launcher_is_srun(const char *const *words, int n);
 

@@ -13,7 +13,10 @@
  *     -n N*K  --mpirun-arg...  PROGRAM...
  * or, with ft-smp (job->smp), after the --mpirun-arg words, two contexts a
  * node, its SMP's then its trainers':
- *     -n 1 [-hosts H] FT-SMP : -n K-1 [-hosts H] PROGRAM : ...
+ *     -n 1 [-hosts H] LOCAL... FT-SMP : -n K-1 [-hosts H] LOCAL... PROGRAM : ...
+ * where LOCAL are the --mpirun-arg words that are an executable's own
+ * options (-env, -envlist, -envall, -envnone, -wdir: ctx_opts), taken out
+ * of the words before the contexts.
  * Hydra passes the whole environment to the ranks (its -genvall, the
  * default): FTRT_LAUNCH_ID and the FT_ variables with it.  On the cluster
  * the ranks talk TCP through libfabric (MPIR_CVAR_CH4_NETMOD=ofi,
@@ -56,6 +59,12 @@ static const char *option(const ft__launch_job_t *j, const char *opt) {
   return v;
 }
 
+/* An executable's own options of hydra: before the first, hydra gives
+ * them to the first alone (its -genv, -gwdir... are for every one). */
+static const ft__launch_ctx_opt_t ctx_opts[] = {
+    {"-env", 2},     {"-envlist", 1}, {"-envall", 0},
+    {"-envnone", 0}, {"-wdir", 1},    {NULL, 0}};
+
 static int mpich_build(const ft__launch_job_t *j, ft__env_t *env,
                        ft__launch_cmd_t *c) {
   ft__words_t *w = &c->argv;
@@ -92,10 +101,16 @@ static int mpich_build(const ft__launch_job_t *j, ft__env_t *env,
     ADD(w, j->hostfile);
   }
   if (j->smp) { /* -n 1 [-hosts H] SMP : -n K-1 [-hosts H] PROGRAM : ... */
-    ft__words_t none = FT__WORDS_INIT;
-    if (ft__words_addv(w, j->extra, j->nextra) != FT_OK)
-      return FT_ENOMEM;
-    return ft__launch_apps(j, "-n", "-hosts", &none, w);
+    ft__words_t local = FT__WORDS_INIT, global = FT__WORDS_INIT;
+    int rc = ft__launch_part_extra(j->extra, j->nextra, ctx_opts, &global,
+                                   &local);
+    if (rc == FT_OK)
+      rc = ft__words_addv(w, (const char *const *)global.v, global.n);
+    if (rc == FT_OK)
+      rc = ft__launch_apps(j, "-n", "-hosts", &local, w);
+    ft__words_free(&global);
+    ft__words_free(&local);
+    return rc;
   }
   ADD(w, "-n");
   if (ft__words_addf(w, "%" PRId64,

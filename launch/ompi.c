@@ -36,11 +36,12 @@
  * runtimes read them) and, for ORTE, OMPI_MCA_rmaps_base_oversubscribe
  * set to 1 in the environment.
  * With ft-smp (job->smp) the hostfile says "HOST slots=K" with no --map-by
- * (or rmaps seq), the --mpirun-arg words come before the first app context,
- * and each node gets two, its SMP's and its trainers':
+ * (or rmaps seq), the --mpirun-arg words come before the first app context
+ * but for an app context's own options (-x, --wdir, --path, ...: ctx_opts),
+ * and each node gets two contexts, its SMP's and its trainers':
  *     -np 1 [--host H] -x ... FT-SMP : -np K-1 [--host H] -x ... PROGRAM : ...
- * the -x words repeated in each (a context's own environment), --host only
- * with hosts.
+ * the -x words and those options repeated in each (Open MPI 4 gives the
+ * first context alone what comes before it), --host only with hosts.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -189,19 +190,30 @@ static int exports(const ft__launch_job_t *j, const ft__env_t *env,
   return rc;
 }
 
-/* ft-smp beside PROGRAM: [--mca mpi_yield_when_idle 1] --mpirun-arg...,
- * then the app contexts, each with the -x words (an app context's own
- * options: each is given them). */
+/* An app context's own options of mpirun: before the first context, Open
+ * MPI 4 gives them to that context alone. */
+static const ft__launch_ctx_opt_t ctx_opts[] = {
+    {"-x", 1},          {"-wdir", 1},           {"-wd", 1},
+    {"-path", 1},       {"-preload-files", 1},  {"-preload-binary", 0},
+    {"-set-cwd-to-session-dir", 0}, {NULL, 0}};
+
+/* ft-smp beside PROGRAM: [--mca mpi_yield_when_idle 1], the --mpirun-arg
+ * words but an app context's own options, then the app contexts, each
+ * with the -x words and those options. */
 static int mpmd(const ft__launch_job_t *j, const ft__env_t *env,
                 ft__words_t *w) {
   if (yield(j, env) && mca(w, "mpi_yield_when_idle", "1") != FT_OK)
     return FT_ENOMEM;
-  ft__words_t local = FT__WORDS_INIT;
+  ft__words_t local = FT__WORDS_INIT, global = FT__WORDS_INIT;
   int rc = exports(j, env, 0, &local);
   if (rc == FT_OK)
-    rc = ft__words_addv(w, j->extra, j->nextra);
+    rc = ft__launch_part_extra(j->extra, j->nextra, ctx_opts, &global,
+                               &local);
+  if (rc == FT_OK)
+    rc = ft__words_addv(w, (const char *const *)global.v, global.n);
   if (rc == FT_OK)
     rc = ft__launch_apps(j, "-np", "--host", &local, w);
+  ft__words_free(&global);
   ft__words_free(&local);
   return rc;
 }

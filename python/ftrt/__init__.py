@@ -151,11 +151,33 @@ def _at_exit():
         _end_job("without ctx.finalize() (or a `with ftrt.init() as ctx:` "
                  "block), and its node's SMP serves until every trainer "
                  "finalizes")
-    elif not _init_entered and os.environ.get("FT_SMP") == "ft-smp":
+    elif not _init_entered and _smp_waits():
         _end_job("without having called ftrt.init(), and its node's SMP (a "
                  "process of ft-smp) waits in ft_init for every trainer "
                  "(call ftrt.init() on every trainer, or launch with "
                  "ft-launch --smp first-rank)")
+
+
+# The process that first imported the package, for the processes it starts
+# (multiprocessing's, a DataLoader's workers, a subprocess): they inherit
+# the variable with another pid, and are no trainer of the job.
+os.environ.setdefault("FTRT_TRAINER_PID", str(os.getpid()))
+_MPI_LAUNCHED = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE")
+
+
+def _smp_waits():
+    """Whether a node's SMP waits in ft_init for this process: the job's SMPs
+    are ft-smp's (FT_SMP=ft-smp, as ft-launch sets it), this process was
+    started by the job's mpirun (its variables are set), and is not a
+    process a trainer started."""
+    if os.environ.get("FT_SMP") != "ft-smp":
+        return False
+    if not any(v in os.environ for v in _MPI_LAUNCHED):
+        return False  # a script run outside any job, FT_SMP in the shell
+    if os.environ.get("FTRT_TRAINER_PID") != str(os.getpid()):
+        return False
+    mp = sys.modules.get("multiprocessing")
+    return not (mp and mp.parent_process() is not None)
 
 
 atexit.register(_at_exit)

@@ -126,6 +126,13 @@ same smp-first-rank FT_SMP=ft-smp -- --dry-run --smp first-rank -- python3 train
 same smp-python-one-per-node -- --dry-run --one-per-node --nodes 2 -- python3 tool.py
 same smp-args -- --dry-run --smp ft-smp --nodes 2 --ec 1+1 --mpirun-arg --mca --mpirun-arg btl \
   --mpirun-arg self,tcp -- prog
+same smp-ctx-args -- --dry-run --smp ft-smp --nodes 2 --mpirun-arg -x --mpirun-arg FOO=bar \
+  --mpirun-arg --mca --mpirun-arg btl --mpirun-arg self,tcp --mpirun-arg --wdir=/tmp \
+  --mpirun-arg -x -- prog
+same smp-ctx-args-mpich -- --dry-run --launcher mpich --smp ft-smp --nodes 2 --ppn 2 \
+  --mpirun-arg -env --mpirun-arg FOO --mpirun-arg bar --mpirun-arg -genv --mpirun-arg A \
+  --mpirun-arg 1 --mpirun-arg -wdir --mpirun-arg /tmp -- prog
+same smp-env-one-per-node FT_SMP=ft-smp -- --dry-run --one-per-node --nodes 2 -- ft-restore
 same smp-bad -- --dry-run --smp both -- prog
 same smp-env-bad FT_SMP=yes -- --dry-run -- prog
 same smp-one-per-node -- --dry-run --smp ft-smp --one-per-node -- ft-restore

@@ -5,7 +5,9 @@ virtual nodes.  Before init() it leaves a file named by its pid in OUT (the
 code before init() runs on trainers only); after, it checks that its node's
 SMP is ft-smp's process and has no torch in it, then snapshots and restores
 a tensor and writes what a user would check to OUT/rank.R (a file of its
-own: the lines of two trainers are not interleaved).
+own: the lines of two trainers are not interleaved), with the variable
+FTRT_TEST_MARK that the launch may export (mpirun's -x) and how a process
+it started before init(), importing ftrt, ended.
 
     mpmd_job.py OUT FT-STATUS [exit-before-init | no-finalize]
 
@@ -35,6 +37,11 @@ if sys.argv[3:] == ["no-finalize"]:
     ctx = ftrt.init()
     sys.exit(0)
 
+# A process the trainer starts (a tool, a data loader's worker) imports
+# ftrt too and ends: it is no trainer of the job, and ends nothing.
+child = subprocess.run([sys.executable, "-c", "import ftrt"],
+                       capture_output=True, text=True, timeout=60)
+
 with ftrt.init() as ctx:
     rank = ctx.comm.Get_rank()
     # one trainer a node: node index = trainer rank
@@ -49,8 +56,12 @@ with ftrt.init() as ctx:
     t = torch.zeros_like(want)  # what a resume must fill
     ctx.register("t", t, ftrt.KIND_PARAM)
     with open(os.path.join(out, "rank.%d" % rank), "w") as report:
-        report.write("rank %d: smp %s, torch %s\n" % (
-            rank, exe, "loaded" if torch_in_smp else "not loaded"))
+        report.write("rank %d: smp %s, torch %s, FTRT_TEST_MARK %s\n" % (
+            rank, exe, "loaded" if torch_in_smp else "not loaded",
+            os.environ.get("FTRT_TEST_MARK", "unset")))
+        report.write("rank %d: a child importing ftrt: exit %d%s\n" % (
+            rank, child.returncode, child.stderr.strip() and
+            ", stderr " + child.stderr.strip()))
         try:
             step = ctx.restore()
             how = "resumed from step"

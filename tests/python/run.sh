@@ -64,16 +64,19 @@ suite() {
   # torch, and a second launch resumes from what the first committed.
   echo "# ft-smp beside the trainers, torch imported first"
   local mp=$WORK/mpmd-$2 r
+  # The second launch exports a variable with mpirun's -x: every trainer,
+  # on either node, has it (an app context's own option, given to each).
   for run in first again; do
     mkdir -p "$mp/$run"
-    FT_JOB=py-mpmd-$2 timeout -k 10 180 "$BLD/ft-launch" --nodes 2 --job "py-mpmd-$2" -- \
+    local more=() mark=unset want="restored step 1"
+    [ $run = again ] && { more=(--mpirun-arg -x --mpirun-arg FTRT_TEST_MARK=given); mark=given; want="resumed from step 1"; }
+    FT_JOB=py-mpmd-$2 timeout -k 10 180 "$BLD/ft-launch" --nodes 2 --job "py-mpmd-$2" "${more[@]}" -- \
       "$PY" "$SRC/tests/python/mpmd_job.py" "$mp/$run" "$BLD/ft-status" >"$WORK/mpmd-$run" 2>&1
     r=$?
     [ $r -eq 0 ] || { echo "FAIL: ft-smp's job ($run): ft-launch exit $r"; cat "$WORK/mpmd-$run"; rc=1; continue; }
-    local want="restored step 1"
-    [ $run = again ] && want="resumed from step 1"
     for t in 0 1; do
-      printf 'rank %d: smp ft-smp, torch not loaded\nrank %d: %s, bytes equal\n' $t $t "$want" |
+      printf 'rank %d: smp ft-smp, torch not loaded, FTRT_TEST_MARK %s\nrank %d: a child importing ftrt: exit 0\nrank %d: %s, bytes equal\n' \
+        $t $mark $t $t "$want" |
         cmp -s - "$mp/$run/rank.$t" ||
         { echo "FAIL: ft-smp's job ($run), trainer $t wrote:"; cat "$mp/$run/rank.$t"; cat "$WORK/mpmd-$run"; rc=1; }
     done
@@ -89,6 +92,12 @@ suite() {
   r=$?
   [ $r -eq 1 ] && grep -q "^ftrt: rank 3 of the job (host .*) is ending without having called ftrt.init(), and its node's SMP (a process of ft-smp) waits in ft_init for every trainer (call ftrt.init() on every trainer, or launch with ft-launch --smp first-rank): ending the job$" "$WORK/mpmd-early" ||
     { echo "FAIL: a trainer ending before ftrt.init(): ft-launch exit $r (expected 1, the job ended with the reason)"; cat "$WORK/mpmd-early"; rc=1; }
+  # FT_SMP=ft-smp left in a shell: a script that imports ftrt outside any
+  # job ends as it would without it (it is no trainer of an ft-smp job).
+  local out
+  out=$(FT_SMP=ft-smp timeout -k 10 60 "$PY" -c 'import ftrt; print("ended")' 2>&1); r=$?
+  [ $r -eq 0 ] && [ "$out" = ended ] ||
+    { echo "FAIL: FT_SMP=ft-smp outside a job: import ftrt exited $r, said: $out (expected exit 0, \"ended\")"; rc=1; }
   # Every trainer ending without ctx.finalize(): the same.
   mkdir "$mp/nofin"
   FT_JOB=py-nofin-$2 timeout -k 10 120 "$BLD/ft-launch" --nodes 2 --job "py-nofin-$2" -- \
