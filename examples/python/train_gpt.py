@@ -31,7 +31,13 @@ same however many times the job failed and resumed.  --digest-at N also prints
 rank a trainer, gloo over MPI_COMM_WORLD): the same losses and digest.
 --timing prints "time N steps S s median step M s" on rank 0 for the steps
 after the first --timing-skip (5) of this run, start-up and warm-up left out
-(ft-bench's py_train_vs_plain).
+(ft-bench's py_train_vs_plain).  --stamps prints "stamp step N T" (the wall
+clock) after each step.
+
+--torchft trains the same model under torchft instead of ftrt, for ft-bench's
+downtime_vs_torchft: each process is a replica group of one, started with
+torchrun beside torchft's lighthouse (REPLICA_GROUP_ID, NUM_REPLICA_GROUPS and
+TORCHFT_LIGHTHOUSE in the environment), its DDP over the current quorum.
 """
 import argparse
 import hashlib
@@ -82,6 +88,18 @@ def parse():
                     help="print 'time N steps S s median step M s' for the "
                     "steps after the first --timing-skip")
     ap.add_argument("--timing-skip", type=int, default=5)
+    ap.add_argument("--stamps", action="store_true",
+                    help="print 'stamp step N T' (T: the wall clock) after "
+                    "each step")
+    ap.add_argument("--torchft", action="store_true",
+                    help="train under torchft instead of ftrt (ft-bench's "
+                    "downtime_vs_torchft): a replica group of one process, "
+                    "started without mpirun")
+    ap.add_argument("--torchft-hold", metavar="STEP:FILE", default=None,
+                    help="--torchft: after step STEP, write FILE and wait "
+                    "to be killed")
+    ap.add_argument("--torchft-stop", metavar="FILE", default=None,
+                    help="--torchft: end once FILE exists")
     a = ap.parse_args()
     # Refused before ftrt.init(), so that every process says it and exits.
     if a.dcp and (a.sharded or a.no_ftrt):
@@ -91,6 +109,10 @@ def parse():
     if a.ddp and (a.fsdp or a.sharded):
         ap.error("--ddp keeps the whole model on every trainer: not with "
                  "--fsdp or --sharded")
+    if a.torchft and (a.fsdp or a.sharded or a.dcp or a.ddp or a.no_ftrt):
+        ap.error("--torchft trains with torchft's own DDP, alone")
+    if (a.torchft_hold or a.torchft_stop) and not a.torchft:
+        ap.error("--torchft-hold and --torchft-stop are for --torchft")
     return a
 
 
@@ -100,7 +122,16 @@ args = parse()
 # ---- script runs on the trainers only, so init() may come after imports.
 # ---- (Under a plain mpirun the first rank of each node becomes its SMP
 # ---- here and never returns: that SMP then holds torch too.)
-if args.no_ftrt:
+if args.torchft:
+    # torchft's own set-up: each process is a replica group of one, told
+    # its place and its lighthouse by the environment (REPLICA_GROUP_ID,
+    # NUM_REPLICA_GROUPS, TORCHFT_LIGHTHOUSE, MASTER_ADDR/PORT, RANK,
+    # WORLD_SIZE), as torchft's own DDP example is.
+    import os
+    ctx = comm = None
+    rank = int(os.environ["REPLICA_GROUP_ID"])
+    world = int(os.environ["NUM_REPLICA_GROUPS"])
+elif args.no_ftrt:
     from mpi4py import MPI
     ctx, comm = None, MPI.COMM_WORLD
 else:
@@ -109,12 +140,13 @@ else:
     comm = ctx.comm
 
 torch.set_num_threads(1)
-rank, world = comm.Get_rank(), comm.Get_size()
-if args.no_ftrt:
-    from ftrt import init_process_group
-else:
-    init_process_group = ftrt.init_process_group
-init_process_group(comm)  # gloo over exactly the trainers
+if comm is not None:
+    rank, world = comm.Get_rank(), comm.Get_size()
+    if args.no_ftrt:
+        from ftrt import init_process_group
+    else:
+        init_process_group = ftrt.init_process_group
+    init_process_group(comm)  # gloo over exactly the trainers
 
 
 # ---- the model ----
@@ -187,6 +219,20 @@ if args.ddp:
     # keeps the first layout for good (DDP never rebuilds it then).
     net = nn.parallel.DistributedDataParallel(
         model, find_unused_parameters=True)
+if args.torchft:
+    # torchft's DDP: the gradients averaged over the replica groups of the
+    # current quorum; a replica that joins heals from a peer's state_dict.
+    from datetime import timedelta
+    import torchft
+    manager = torchft.Manager(
+        pg=torchft.ProcessGroupGloo(timeout=timedelta(seconds=5)),
+        min_replica_size=1, replica_id=f"train_gpt_{rank}",
+        load_state_dict=lambda sd: (model.load_state_dict(sd["model"]),
+                                    opt.load_state_dict(sd["optim"])),
+        state_dict=lambda: {"model": model.state_dict(),
+                            "optim": opt.state_dict()},
+        hostname=os.environ["MASTER_ADDR"], timeout=timedelta(seconds=30))
+    net = torchft.DistributedDataParallel(manager, model)
 params = [p for p in model.parameters()]
 # Each trainer draws its own batches and dropout masks.
 torch.manual_seed(args.seed * 1000 + rank + 1)
@@ -219,6 +265,8 @@ OPTIMIZERS = {"adam": (torch.optim.Adam, {}),
               "rmsprop": (torch.optim.RMSprop, {"momentum": 0.5})}
 cls, kw = OPTIMIZERS[args.optimizer]
 opt = cls(trained, lr=args.lr, **kw)
+if args.torchft:
+    opt = torchft.Optimizer(manager, opt)  # commits only what the quorum did
 sched = None
 if args.lr_gamma is not None:
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=args.lr_gamma)
@@ -276,6 +324,8 @@ def digest():
     for a in global_state():
         h.update(np.ascontiguousarray(a).tobytes())
     mine = h.hexdigest()
+    if comm is None:
+        return mine   # torchft: this replica's own
     every = comm.allgather(mine)  # collective on every trainer
     if any(d != mine for d in every):
         sys.exit(f"train_gpt: the trainers do not hold the same state: {every}")
@@ -344,7 +394,7 @@ else:
     class _Plain:
         step = 0
     counters = _Plain()
-    if rank == 0:
+    if rank == 0 and not args.torchft:
         print("fresh start (no ftrt)", flush=True)
 
 if rank == 0:
@@ -359,7 +409,32 @@ if rank == 0:
 
 ends = [time.perf_counter()]  # the loop's start, then each step's end
 model.train()
-while counters.step < args.steps:
+while args.torchft:
+    # torchft: zero_grad() asks for a quorum, step() commits if every
+    # replica of it averaged its gradients; a healed replica takes the
+    # step of its peers.
+    if args.torchft_stop and os.path.exists(args.torchft_stop):
+        break
+    opt.zero_grad()
+    x, y = batch()
+    loss = F.cross_entropy(net(x).view(-1, len(chars)), y.view(-1))
+    loss.backward()
+    opt.step()
+    nxt = manager.current_step()
+    if nxt == counters.step:
+        continue   # not committed: the step is taken again
+    counters.step = nxt
+    print(f"step {nxt} loss {loss.item():.6f} replicas "
+          f"{manager.num_participants()}", flush=True)
+    if args.stamps:
+        print(f"stamp step {nxt} {time.time():.3f}", flush=True)
+    if args.torchft_hold and nxt == int(args.torchft_hold.split(":")[0]):
+        open(args.torchft_hold.split(":", 1)[1], "w").close()
+        import signal
+        signal.pause()   # until the host is killed
+    if nxt >= args.steps and not args.torchft_stop:
+        break
+while not args.torchft and counters.step < args.steps:
     x, y = batch()
     loss = F.cross_entropy(net(x).view(-1, len(chars)), y.view(-1))
     for p in params:
@@ -394,6 +469,8 @@ while counters.step < args.steps:
     total_loss = comm.allreduce(loss.item())
     if rank == 0:
         print(f"step {nxt} loss {total_loss / world:.6f}", flush=True)
+        if args.stamps:
+            print(f"stamp step {nxt} {time.time():.3f}", flush=True)
     if nxt == args.digest_at:
         d = digest()
         if rank == 0:
@@ -406,8 +483,11 @@ if args.timing and rank == 0:
     print(f"time {len(t) - 1} steps {t[-1] - t[0]:.3f} s median step "
           f"{steps[len(steps) // 2]:.4f} s", flush=True)
 d = digest()
-if rank == 0:
+if rank == 0 or args.torchft:
     print(f"digest {d}", flush=True)
-dist.destroy_process_group()
+if args.torchft:
+    manager.shutdown()
+else:
+    dist.destroy_process_group()
 if ctx is not None:
     ctx.finalize()

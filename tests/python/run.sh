@@ -122,6 +122,50 @@ suite() {
   else
     echo "# the job ended with exit $r, the traceback shown"
   fi
+  torchft_case "$PY"
+}
+# torchft_case PY: train_gpt.py --torchft (what ft-bench's
+# downtime_vs_torchft runs under torchft) with 2 replica groups on
+# loopback, each its own torchrun, and torchft's lighthouse: both train 6
+# steps with 2 replicas and end with the same digest.
+torchft_case() {
+  local PY=$1 bin ports lh r i pids=() d
+  if ! "$PY" -c 'import torchft' 2>/dev/null; then
+    echo "# train_gpt.py --torchft skipped on $PY: no torchft"
+    return
+  fi
+  echo "# train_gpt.py --torchft: 2 replica groups and a lighthouse on loopback"
+  bin=$("$PY" -c 'import os, sys; print(os.path.dirname(sys.executable))')
+  # three free ports of loopback: the lighthouse's, each replica's store
+  read -ra ports < <("$PY" -c '
+import socket
+s = [socket.socket() for _ in range(3)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+  timeout -k 10 180 "$bin/torchft_lighthouse" --min_replicas 2 --quorum_tick_ms 100 \
+    --join_timeout_ms 10000 --bind "127.0.0.1:${ports[0]}" >"$WORK/tft-lh" 2>&1 &
+  lh=$!
+  for i in 0 1; do
+    REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=2 TORCHFT_LIGHTHOUSE="http://127.0.0.1:${ports[0]}" \
+      timeout -k 10 150 "$bin/torchrun" --nnodes=1 --nproc-per-node=1 --master-addr=127.0.0.1 \
+      --master-port="${ports[i + 1]}" "$SRC/examples/python/train_gpt.py" --torchft --steps 6 \
+      >"$WORK/tft-$i" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1; do
+    wait "${pids[i]}"
+    r=$?
+    [ $r -eq 0 ] || { echo "FAIL: train_gpt.py --torchft, replica group $i: exit $r"; cat "$WORK/tft-$i"; rc=1; }
+  done
+  kill "$lh" 2>/dev/null
+  wait "$lh" 2>/dev/null
+  for i in 0 1; do
+    [ "$(grep -c '^step [1-6] loss [0-9.]* replicas 2$' "$WORK/tft-$i")" -eq 6 ] ||
+      { echo "FAIL: train_gpt.py --torchft, replica group $i: not 6 steps with 2 replicas:"; grep '^step' "$WORK/tft-$i"; rc=1; }
+  done
+  d=$(sed -n 's/^digest \([0-9a-f]\{64\}\)$/\1/p' "$WORK/tft-0")
+  [ -n "$d" ] && [ "$(sed -n 's/^digest //p' "$WORK/tft-1")" = "$d" ] ||
+    { echo "FAIL: train_gpt.py --torchft: the replica groups' digests differ:"; grep -h '^digest' "$WORK"/tft-[01]; rc=1; }
 }
 prefix_of() { "$1" -c 'import sys; print(sys.prefix)' 2>/dev/null; }
 echo "# on $("$PY" -c 'import torch; print("torch", torch.__version__)') ($PY)"
