@@ -626,11 +626,71 @@ int ft__launch_validate(ft__launch_args_t *a, ft__env_t *env, const char *cwd,
 
 /* ---- pick_smp ---- */
 
-/* PROGRAM as typed is Python: python, python3, python3.11, ft-python. */
-static int python_program(const char *p0) {
-  const char *base = strrchr(p0, '/');
-  base = base ? base + 1 : p0;
+/* A word names Python: python, python3, python3.11, ft-python. */
+static int python_word(const char *w) {
+  const char *base = strrchr(w, '/');
+  base = base ? base + 1 : w;
   return strncmp(base, "python", 6) == 0 || strcmp(base, "ft-python") == 0;
+}
+
+static int env_word(const char *w) {
+  const char *base = strrchr(w, '/');
+  return strcmp(base ? base + 1 : w, "env") == 0;
+}
+
+/* Past env's options and NAME=VALUE words (env -u NAME, -C DIR take the
+ * next word; -S joins the rest: taken as words): the index of the command
+ * in v[i..n), n when none. */
+static int past_env(char *const *v, int i, int n) {
+  for (; i < n; i++) {
+    const char *w = v[i];
+    if (strcmp(w, "-u") == 0 || strcmp(w, "-C") == 0 ||
+        strcmp(w, "--unset") == 0 || strcmp(w, "--chdir") == 0)
+      i++;
+    else if (strcmp(w, "--") == 0)
+      return i + 1;
+    else if (w[0] != '-' && !strchr(w, '='))
+      return i;
+  }
+  return n;
+}
+
+/* The script's "#!" line names Python: "#!/usr/bin/python3 ...",
+ * "#!/usr/bin/env [-S] python3 ...". */
+static int python_script(const ft__env_t *env, const char *word) {
+  ft__text_t path = FT__TEXT_INIT;
+  int found = strchr(word, '/') ? ft__text_add(&path, word) == FT_OK
+                                : ft__env_command(env, word, &path) == 1;
+  char line[256] = "";
+  FILE *f = found && path.s ? fopen(path.s, "r") : NULL;
+  ft__text_free(&path);
+  if (!f)
+    return 0;
+  int got = fgets(line, sizeof(line), f) != NULL;
+  fclose(f);
+  if (!got || strncmp(line, "#!", 2) != 0)
+    return 0;
+  char *w[8], *save = NULL;
+  int n = 0;
+  for (char *t = strtok_r(line + 2, " \t\r\n", &save); t && n < 8;
+       t = strtok_r(NULL, " \t\r\n", &save))
+    w[n++] = t;
+  if (n == 0)
+    return 0;
+  if (!env_word(w[0]))
+    return python_word(w[0]);
+  int i = past_env(w, 1, n);
+  return i < n && python_word(w[i]);
+}
+
+/* PROGRAM is Python: python3 ARGS, env [NAME=VALUE...] python3 ARGS, or
+ * a script whose "#!" line runs Python (./train.py). */
+static int python_program(const ft__launch_args_t *a, const ft__env_t *env) {
+  char *const *v = a->program.v;
+  int n = (int)a->program.n, i = 0;
+  if (n > 0 && env_word(v[0]))
+    i = past_env(v, 1, n);
+  return i < n && (python_word(v[i]) || python_script(env, v[i]));
 }
 
 int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
@@ -652,7 +712,7 @@ int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
                              "--smp ft-smp and --one-per-node exclude each "
                              "other (one rank a node runs no SMP)");
   int own = *a->smp ? strcmp(a->smp, "ft-smp") == 0
-                    : python_program(a->program.v[0]);
+                    : python_program(a, env);
   if (!own || a->one_per_node)
     return 0;
   ft__text_t p = FT__TEXT_INIT;

@@ -293,17 +293,24 @@ expect_resumed() {
 
 # on HOSTS PPR LOG PROGRAM...: run PROGRAM with PPR ranks on each of HOSTS
 # (in that order: "h1 s1 h3 h4"), with the mpirun line ft-launch uses on this
-# cluster (taken from ft-launch --dry-run; hostfile, --map-by, -np replaced).
+# cluster and its environment (taken from ft-launch --dry-run; hostfile,
+# --map-by, -np replaced).
 # What ft-launch --restarts does internally, for the cases that drive
 # recovery by hand.  RC = exit status; output in $WORK/LOG.
 on() {
-  local hosts=$1 ppr=$2 log=$3 line i h n=0 hf
+  local hosts=$1 ppr=$2 log=$3 dry line i h n=0 hf
   shift 3
   hf=$WORK/hostfile.$log
-  line=$(ft-launch --cluster="$CL" --smp first-rank --dry-run -- FTRT_CHAOS_PROGRAM 2>/dev/null | grep -v '^#') ||
+  dry=$(ft-launch --cluster="$CL" --smp first-rank --dry-run -- FTRT_CHAOS_PROGRAM 2>/dev/null) ||
     fail "ft-launch --dry-run on $CL failed"
-  local -a cmd out=()
+  line=$(grep -v '^#' <<<"$dry")
+  local -a cmd out=() envs=()
   eval "cmd=($line)"
+  # and its environment ("# launch environment: NAME=VALUE", %q-quoted):
+  # MPICH's netmod among them (its UCX one hangs in MPI_Finalize here)
+  while IFS= read -r h; do
+    eval "envs+=(${h#\# launch environment: })"
+  done < <(grep '^# launch environment: ' <<<"$dry")
   # Open MPI's hostfile ("H slots=K", --hostfile, --map-by, -np) or MPICH
   # hydra's ("H:K", -f, -n).
   for h in $hosts; do
@@ -321,7 +328,7 @@ on() {
   done
   [ "$i" -lt ${#cmd[@]} ] || fail "ft-launch --dry-run printed no program: $line"
   echo "+ on $hosts: $*" >"$WORK/$log"
-  timeout -s TERM "$LIMIT" "${out[@]}" "$@" </dev/null >>"$WORK/$log" 2>&1
+  timeout -s TERM "$LIMIT" env "${envs[@]}" "${out[@]}" "$@" </dev/null >>"$WORK/$log" 2>&1
   RC=$?
 }
 

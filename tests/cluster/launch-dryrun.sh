@@ -124,6 +124,17 @@ same smp-env FT_SMP=ft-smp -- --dry-run --nodes 2 -- prog
 same smp-one-node -- --dry-run --smp=ft-smp --nodes 1 -- prog
 same smp-first-rank FT_SMP=ft-smp -- --dry-run --smp first-rank -- python3 train.py
 same smp-python-one-per-node -- --dry-run --one-per-node --nodes 2 -- python3 tool.py
+# Python behind a wrapper: env's words before it, or a script whose "#!"
+# line runs it (a path, or found on PATH); a shell script is not Python.
+printf '#!/usr/bin/env -S python3 -u\n' >"$WORK/case/train.py"
+printf '#!/usr/bin/python3.11\n' >"$WORK/agents/trainpy"
+printf '#!/bin/sh\nexec python3 "$@"\n' >"$WORK/case/wrap.sh"
+chmod +x "$WORK/case/train.py" "$WORK/agents/trainpy" "$WORK/case/wrap.sh"
+same smp-python-env -- --dry-run --nodes 2 -- env -u HOME OMP_NUM_THREADS=1 python3 t.py
+same smp-python-script -- --dry-run --nodes 2 -- ./train.py --lr 1
+same smp-python-on-path -- --dry-run --nodes 2 -- trainpy
+same smp-shell-script -- --dry-run --nodes 2 -- ./wrap.sh t.py
+same smp-env-shell -- --dry-run --nodes 2 -- env A=1 ./wrap.sh t.py
 same smp-args -- --dry-run --smp ft-smp --nodes 2 --ec 1+1 --mpirun-arg --mca --mpirun-arg btl \
   --mpirun-arg self,tcp -- prog
 same smp-ctx-args -- --dry-run --smp ft-smp --nodes 2 --mpirun-arg -x --mpirun-arg FOO=bar \
