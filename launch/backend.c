@@ -158,9 +158,12 @@ static const ft__launch_ctx_opt_t *ctx_opt(const char *word,
   return NULL;
 }
 
-int ft__launch_part_extra(const char *const *extra, int nextra,
-                          const ft__launch_ctx_opt_t *opts,
-                          ft__words_t *global, ft__words_t *local) {
+/* The --mpirun-arg words parted: each app context's own options of opts
+ * (an option with its nargs words, or written NAME=VALUE) appended to
+ * local, every other word to global, each in the order given. */
+static int part_extra(const char *const *extra, int nextra,
+                      const ft__launch_ctx_opt_t *opts, ft__words_t *global,
+                      ft__words_t *local) {
   for (int i = 0; i < nextra; i++) {
     int inline_value = 0;
     const ft__launch_ctx_opt_t *o = ctx_opt(extra[i], opts, &inline_value);
@@ -187,9 +190,9 @@ static int app(const char *count, int64_t n, const char *host_opt,
   return ft__words_addv(w, words, nwords);
 }
 
-int ft__launch_apps(const ft__launch_job_t *j, const char *count,
-                    const char *host_opt, const ft__words_t *local,
-                    ft__words_t *w) {
+static int apps(const ft__launch_job_t *j, const char *count,
+                const char *host_opt, const ft__words_t *local,
+                ft__words_t *w) {
   const char *smp[] = {j->smp};
   for (int64_t node = 0; node < j->nodes; node++) {
     const char *host = j->nhosts > 0 ? j->hosts[node] : NULL;
@@ -201,4 +204,19 @@ int ft__launch_apps(const ft__launch_job_t *j, const char *count,
       return FT_ENOMEM;
   }
   return FT_OK;
+}
+
+int ft__launch_mpmd(const ft__launch_job_t *j,
+                    const ft__launch_ctx_opt_t *opts, const char *count,
+                    const char *host_opt, ft__words_t *local,
+                    ft__words_t *w) {
+  ft__words_t global = FT__WORDS_INIT;
+  int rc = part_extra(j->extra, j->nextra, opts, &global, local);
+  if (rc == FT_OK)
+    rc = ft__words_addv(w, (const char *const *)global.v, global.n);
+  if (rc == FT_OK)
+    rc = apps(j, count, host_opt, local, w);
+  ft__words_free(&global);
+  ft__words_free(local);
+  return rc;
 }

@@ -150,17 +150,6 @@ int ft__launch_mca_given(const char *const *extra, int nextra,
 int ft__launcher_pick_agent(const char *list, const ft__env_t *env,
                             ft__words_t *words);
 
-/* The app contexts of an MPMD launch (job->smp) appended to w, one ft-smp
- * then PROGRAM on each node, in the ranks' order, parted by ":":
- *   COUNT 1 [HOST_OPT HOST] LOCAL... SMP : COUNT K-1 [HOST_OPT HOST]
- *   LOCAL... PROGRAM... : ...   (K: ranks_per_node)
- * HOST_OPT HOST with hosts; none on virtual nodes (their ranks are
- * consecutive).  LOCAL: the backend's words for each app context (Open
- * MPI's -x).  FT_OK, FT_ENOMEM. */
-int ft__launch_apps(const ft__launch_job_t *job, const char *count,
-                    const char *host_opt, const ft__words_t *local,
-                    ft__words_t *w);
-
 /* An app context's own option of an MPI launcher and how many words
  * follow it ("-x", 1).  A table of them ends with a NULL name. */
 typedef struct ft__launch_ctx_opt {
@@ -168,15 +157,22 @@ typedef struct ft__launch_ctx_opt {
   int nargs;
 } ft__launch_ctx_opt_t;
 
-/* The --mpirun-arg words parted for an MPMD launch: each app context's own
- * options of the table opts (an option with its nargs words, or written
- * NAME=VALUE) appended to local, every other word to global, each in the
- * order given.  An app context's options before the first context apply
- * to that context alone (Open MPI 4's -x and --wdir, hydra's -env and
- * -wdir), so each context is given them.  FT_OK, FT_ENOMEM. */
-int ft__launch_part_extra(const char *const *extra, int nextra,
-                          const ft__launch_ctx_opt_t *opts,
-                          ft__words_t *global, ft__words_t *local);
+/* The MPMD launch (job->smp) appended to w: the --mpirun-arg words that
+ * are no app context's own option of the table opts, then one ft-smp and
+ * PROGRAM on each node, in the ranks' order, parted by ":":
+ *   COUNT 1 [HOST_OPT HOST] LOCAL... SMP : COUNT K-1 [HOST_OPT HOST]
+ *   LOCAL... PROGRAM... : ...   (K: ranks_per_node)
+ * HOST_OPT HOST with hosts; none on virtual nodes (their ranks are
+ * consecutive).  LOCAL: the backend's words for each app context (Open
+ * MPI's -x), then the app context's own --mpirun-arg options (an option
+ * with its nargs words, or written NAME=VALUE), in the order given: before
+ * the first context they would apply to that context alone (Open MPI 4's
+ * -x and --wdir, hydra's -env and -wdir), so each context is given them.
+ * local is freed.  FT_OK, FT_ENOMEM. */
+int ft__launch_mpmd(const ft__launch_job_t *job,
+                    const ft__launch_ctx_opt_t *opts, const char *count,
+                    const char *host_opt, ft__words_t *local,
+                    ft__words_t *w);
 
 /* 1 when the probe's words run Slurm's srun (each try a job step). */
 int ft__launcher_is_srun(const char *const *words, int n);

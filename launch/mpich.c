@@ -101,16 +101,8 @@ static int mpich_build(const ft__launch_job_t *j, ft__env_t *env,
     ADD(w, j->hostfile);
   }
   if (j->smp) { /* -n 1 [-hosts H] SMP : -n K-1 [-hosts H] PROGRAM : ... */
-    ft__words_t local = FT__WORDS_INIT, global = FT__WORDS_INIT;
-    int rc = ft__launch_part_extra(j->extra, j->nextra, ctx_opts, &global,
-                                   &local);
-    if (rc == FT_OK)
-      rc = ft__words_addv(w, (const char *const *)global.v, global.n);
-    if (rc == FT_OK)
-      rc = ft__launch_apps(j, "-n", "-hosts", &local, w);
-    ft__words_free(&global);
-    ft__words_free(&local);
-    return rc;
+    ft__words_t local = FT__WORDS_INIT;
+    return ft__launch_mpmd(j, ctx_opts, "-n", "-hosts", &local, w);
   }
   ADD(w, "-n");
   if (ft__words_addf(w, "%" PRId64,

@@ -204,18 +204,13 @@ static int mpmd(const ft__launch_job_t *j, const ft__env_t *env,
                 ft__words_t *w) {
   if (yield(j, env) && mca(w, "mpi_yield_when_idle", "1") != FT_OK)
     return FT_ENOMEM;
-  ft__words_t local = FT__WORDS_INIT, global = FT__WORDS_INIT;
+  ft__words_t local = FT__WORDS_INIT;
   int rc = exports(j, env, 0, &local);
-  if (rc == FT_OK)
-    rc = ft__launch_part_extra(j->extra, j->nextra, ctx_opts, &global,
-                               &local);
-  if (rc == FT_OK)
-    rc = ft__words_addv(w, (const char *const *)global.v, global.n);
-  if (rc == FT_OK)
-    rc = ft__launch_apps(j, "-np", "--host", &local, w);
-  ft__words_free(&global);
-  ft__words_free(&local);
-  return rc;
+  if (rc != FT_OK) {
+    ft__words_free(&local);
+    return rc;
+  }
+  return ft__launch_mpmd(j, ctx_opts, "-np", "--host", &local, w);
 }
 
 static int build(const spell_t *sp, const ft__launch_job_t *j, ft__env_t *env,
