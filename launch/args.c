@@ -638,59 +638,138 @@ static int env_word(const char *w) {
   return strcmp(base ? base + 1 : w, "env") == 0;
 }
 
-/* Past env's options and NAME=VALUE words (env -u NAME, -C DIR take the
- * next word; -S joins the rest: taken as words): the index of the command
- * in v[i..n), n when none. */
-static int past_env(char *const *v, int i, int n) {
+/* Past env's options and NAME=VALUE words in v[i..n) (-u NAME, -C DIR
+ * take the next word; NAME=VALUE words go on after "--"): the index of
+ * the command, n when none.  A -S STRING (-SSTRING, --split-string[=]
+ * STRING) ends the search: *split is then STRING, which holds env's next
+ * words (and, most often, the command), and the index is the word after
+ * it. */
+static int past_env(char *const *v, int i, int n, const char **split) {
+  int opts = 1;
+  *split = NULL;
   for (; i < n; i++) {
     const char *w = v[i];
-    if (strcmp(w, "-u") == 0 || strcmp(w, "-C") == 0 ||
-        strcmp(w, "--unset") == 0 || strcmp(w, "--chdir") == 0)
+    if (!opts || w[0] != '-') {
+      if (!strchr(w, '='))
+        return i;
+    } else if (strcmp(w, "-u") == 0 || strcmp(w, "-C") == 0 ||
+               strcmp(w, "--unset") == 0 || strcmp(w, "--chdir") == 0) {
       i++;
-    else if (strcmp(w, "--") == 0)
+    } else if (strcmp(w, "-S") == 0 || strcmp(w, "--split-string") == 0) {
+      *split = i + 1 < n ? v[i + 1] : "";
+      return i + 2 < n ? i + 2 : n;
+    } else if (strncmp(w, "-S", 2) == 0 ||
+               strncmp(w, "--split-string=", 15) == 0) {
+      *split = w[1] == 'S' ? w + 2 : w + 15;
       return i + 1;
-    else if (w[0] != '-' && !strchr(w, '='))
-      return i;
+    } else if (strcmp(w, "--") == 0) {
+      opts = 0;
+    }
   }
   return n;
 }
 
-/* The script's "#!" line names Python: "#!/usr/bin/python3 ...",
- * "#!/usr/bin/env [-S] python3 ...". */
+#define MAX_SPLIT 128 /* words of a -S string or a "#!" line (256 bytes) */
+
+/* Splits s (changed in place) at blanks into w[0..*n), each word's quotes
+ * (' and ") dropped: env -S's own quoting, enough to find its command. */
+static void split_words(char *s, char **w, int *n) {
+  char *save = NULL;
+  *n = 0;
+  for (char *t = strtok_r(s, " \t\r\n", &save); t && *n < MAX_SPLIT;
+       t = strtok_r(NULL, " \t\r\n", &save)) {
+    char *o = t;
+    for (char *c = t; *c; c++)
+      if (*c != '\'' && *c != '"')
+        *o++ = *c;
+    *o = '\0';
+    w[(*n)++] = t;
+  }
+}
+
+static int names_python(const ft__env_t *env, const char *word);
+
+/* v[i..n) are env's arguments: whether the command it runs is Python
+ * (names_python; env only looks into scripts). */
+static int env_runs_python(const ft__env_t *env, char *const *v, int i,
+                           int n) {
+  const char *split;
+  int at = past_env(v, i, n, &split);
+  if (split) {
+    char copy[1024], *w[MAX_SPLIT];
+    int nw;
+    snprintf(copy, sizeof(copy), "%s", split);
+    split_words(copy, w, &nw);
+    const char *inner;
+    int k = past_env(w, 0, nw, &inner);
+    if (k < nw)
+      return names_python(env, w[k]);
+  }
+  return at < n && names_python(env, v[at]);
+}
+
+/* The first line of the regular file PATH, "" when none (a FIFO, a
+ * directory, a device is never opened for reading: it could block). */
+static void first_line(const char *path, char *line, size_t sz) {
+  line[0] = '\0';
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  struct stat st;
+  FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r")
+                                                        : NULL;
+  if (!f) {
+    close(fd);
+    return;
+  }
+  if (!fgets(line, (int)sz, f))
+    line[0] = '\0';
+  fclose(f);
+}
+
+/* The script WORD (a path, else found on PATH, else in the current
+ * directory, where mpirun finds it too) has a "#!" line that runs Python:
+ * "#!/usr/bin/python3 ...", "#!/usr/bin/env [-S] python3 ...". */
 static int python_script(const ft__env_t *env, const char *word) {
   ft__text_t path = FT__TEXT_INIT;
   int found = strchr(word, '/') ? ft__text_add(&path, word) == FT_OK
                                 : ft__env_command(env, word, &path) == 1;
-  char line[256] = "";
-  FILE *f = found && path.s ? fopen(path.s, "r") : NULL;
+  if (!found && !strchr(word, '/')) {
+    ft__text_free(&path);
+    found = ft__text_addf(&path, "./%s", word) == FT_OK;
+  }
+  char line[256];
+  if (found && path.s)
+    first_line(path.s, line, sizeof(line));
+  else
+    line[0] = '\0';
   ft__text_free(&path);
-  if (!f)
+  if (strncmp(line, "#!", 2) != 0)
     return 0;
-  int got = fgets(line, sizeof(line), f) != NULL;
-  fclose(f);
-  if (!got || strncmp(line, "#!", 2) != 0)
-    return 0;
-  char *w[8], *save = NULL;
-  int n = 0;
-  for (char *t = strtok_r(line + 2, " \t\r\n", &save); t && n < 8;
-       t = strtok_r(NULL, " \t\r\n", &save))
-    w[n++] = t;
+  char *w[MAX_SPLIT];
+  int n;
+  split_words(line + 2, w, &n);
   if (n == 0)
     return 0;
-  if (!env_word(w[0]))
-    return python_word(w[0]);
-  int i = past_env(w, 1, n);
-  return i < n && python_word(w[i]);
+  return env_word(w[0]) ? env_runs_python(NULL, w, 1, n) : python_word(w[0]);
 }
 
-/* PROGRAM is Python: python3 ARGS, env [NAME=VALUE...] python3 ARGS, or
- * a script whose "#!" line runs Python (./train.py). */
+/* WORD is Python: its name (python_word), or, with env given, a script
+ * whose "#!" line runs Python. */
+static int names_python(const ft__env_t *env, const char *word) {
+  return python_word(word) || (env && python_script(env, word));
+}
+
+/* PROGRAM is Python: python3 ARGS, env [NAME=VALUE...] python3 ARGS
+ * (-S's string included), or a script whose "#!" line runs Python
+ * (./train.py). */
 static int python_program(const ft__launch_args_t *a, const ft__env_t *env) {
   char *const *v = a->program.v;
-  int n = (int)a->program.n, i = 0;
-  if (n > 0 && env_word(v[0]))
-    i = past_env(v, 1, n);
-  return i < n && (python_word(v[i]) || python_script(env, v[i]));
+  int n = (int)a->program.n;
+  if (n == 0)
+    return 0;
+  return env_word(v[0]) ? env_runs_python(env, v, 1, n)
+                        : names_python(env, v[0]);
 }
 
 int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
@@ -739,7 +818,15 @@ int ft__launch_pick_smp(ft__launch_args_t *a, const ft__env_t *env,
 
 int ft__launch_pick_python(ft__launch_args_t *a, const ft__env_t *env,
                            const char *here) {
-  const char *p0 = a->program.v[0];
+  /* python3 ARGS, or env [OPTIONS] [NAME=VALUE...] python3 ARGS (not in a
+   * -S string: that one word is the user's own) */
+  int at = 0, n = (int)a->program.n;
+  const char *split = NULL;
+  if (n > 0 && env_word(a->program.v[0]))
+    at = past_env(a->program.v, 1, n, &split);
+  if (at >= n || split)
+    return FT_OK;
+  const char *p0 = a->program.v[at];
   if (strcmp(p0, "python3") != 0 && strcmp(p0, "python") != 0)
     return FT_OK;
   ft__text_t py = FT__TEXT_INIT;
@@ -752,9 +839,9 @@ int ft__launch_pick_python(ft__launch_args_t *a, const ft__env_t *env,
     }
   }
   if (rc == FT_OK) {
-    rc = ft__words_insert(&a->program, 0, py.s);
+    rc = ft__words_insert(&a->program, at, py.s);
     if (rc == FT_OK)
-      ft__words_remove(&a->program, 1);
+      ft__words_remove(&a->program, at + 1);
   }
   ft__text_free(&py);
   return rc < 0 ? rc : FT_OK;

@@ -158,17 +158,43 @@ static const ft__launch_ctx_opt_t *ctx_opt(const char *word,
   return NULL;
 }
 
+/* The words extra[i] and the values it takes: 1 + nargs for an app
+ * context's own option of opts written apart from its value, else 1; *o
+ * set to its entry, or NULL. */
+static int ctx_words(const char *const *extra, int i,
+                     const ft__launch_ctx_opt_t *opts,
+                     const ft__launch_ctx_opt_t **o) {
+  int inline_value = 0;
+  *o = opts ? ctx_opt(extra[i], opts, &inline_value) : NULL;
+  return *o ? 1 + (inline_value ? 0 : (*o)->nargs) : 1;
+}
+
+int ft__launch_ctx_opt_short(const char *const *extra, int nextra,
+                             const ft__launch_ctx_opt_t *opts, int *nargs) {
+  for (int i = 0; i < nextra;) {
+    const ft__launch_ctx_opt_t *o;
+    int n = ctx_words(extra, i, opts, &o);
+    if (i + n > nextra) {
+      *nargs = o->nargs;
+      return i;
+    }
+    i += n;
+  }
+  return -1;
+}
+
 /* The --mpirun-arg words parted: each app context's own options of opts
  * (an option with its nargs words, or written NAME=VALUE) appended to
- * local, every other word to global, each in the order given. */
+ * local, every other word to global, each in the order given.  An option
+ * short of its words (refused when planned: ft__launch_ctx_opt_short) is
+ * given what there is. */
 static int part_extra(const char *const *extra, int nextra,
                       const ft__launch_ctx_opt_t *opts, ft__words_t *global,
                       ft__words_t *local) {
   for (int i = 0; i < nextra; i++) {
-    int inline_value = 0;
-    const ft__launch_ctx_opt_t *o = ctx_opt(extra[i], opts, &inline_value);
-    int n = o ? 1 + (inline_value ? 0 : o->nargs) : 1;
-    if (i + n > nextra) /* an option without its value: mpirun says so */
+    const ft__launch_ctx_opt_t *o;
+    int n = ctx_words(extra, i, opts, &o);
+    if (i + n > nextra)
       n = nextra - i;
     if (ft__words_addv(o ? local : global, extra + i, n) != FT_OK)
       return FT_ENOMEM;

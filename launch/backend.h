@@ -95,6 +95,8 @@ typedef struct ft__launcher {
   const char *daemon; /* the per-host daemon's process name ("orted") */
   int slurm; /* 1: tested in a Slurm allocation (others are refused there) */
   const char *btl; /* the BTLs it picks on the cluster (Open MPI), or NULL */
+  /* its app contexts' own options (ft__launch_mpmd), NULL-name ended */
+  const struct ft__launch_ctx_opt *ctx_opts;
   /* argv and hostfile of job into cmd (appended), and the launcher's own
    * variables into env (it also names there what the ranks get).  env holds
    * ftrt's already (ft__launch_job_env).  FT_OK, FT_ENOMEM. */
@@ -156,6 +158,12 @@ typedef struct ft__launch_ctx_opt {
   const char *name; /* one dash ("-wdir"); "--wdir" is taken too */
   int nargs;
 } ft__launch_ctx_opt_t;
+
+/* The index in extra of an app context's own option of opts that lacks
+ * the words it takes (the last --mpirun-arg words), or -1 when none does;
+ * *nargs set to how many it takes. */
+int ft__launch_ctx_opt_short(const char *const *extra, int nextra,
+                             const ft__launch_ctx_opt_t *opts, int *nargs);
 
 /* The MPMD launch (job->smp) appended to w: the --mpirun-arg words that
  * are no app context's own option of the table opts, then one ft-smp and

@@ -335,6 +335,11 @@ int main(int argc, char **argv) {
     return FT_LAUNCH_EXIT_FAIL;
   }
   ft__env_unset(&l.env, "FT_REBUILD"); /* ours: set on relaunches only */
+  /* The ftrt package's mark of the process that imported it first: one
+   * left by a Python program that runs ft-launch would tell every trainer
+   * of this job that it is no trainer (and one ending before ftrt.init()
+   * would then leave its node's ft-smp waiting). */
+  ft__env_unset(&l.env, "FTRT_TRAINER_PID");
   int rc = run(&l, argc, argv);
   fflush(stdout);
   remove_tmp(&l);

@@ -145,6 +145,7 @@ const ft__launcher_t ft__launcher_mpich = {
     .name = "mpich",
     .program = "mpiexec",
     .daemon = "hydra_pmi_proxy",
+    .ctx_opts = ctx_opts,
     .build = mpich_build,
     .lost = mpich_lost,
     .agent = mpich_agent,

@@ -474,6 +474,26 @@ static int warn_btl(ft__launch_plan_t *p, const ft__launch_args_t *a,
   return rc;
 }
 
+/* An app context's own option of the launcher (Open MPI's -x, hydra's
+ * -env...) as the last --mpirun-arg words, short of its value: on the
+ * command line it would take ft-smp's path or PROGRAM for it, and the
+ * launcher would then say that no program was given. */
+static int check_ctx_values(const ft__launch_args_t *a,
+                            const ft__launcher_t *be, ft__text_t *msg) {
+  int nargs = 0;
+  int at = ft__launch_ctx_opt_short(extra_of(a), (int)a->extra.n,
+                                    be ? be->ctx_opts : NULL, &nargs);
+  if (at < 0)
+    return 0;
+  return ft__launch_refuse(
+      msg, FT_LAUNCH_EXIT_USAGE,
+      "--mpirun-arg %s: this option of %s takes %d word%s after it, and the "
+      "--mpirun-arg words end first (%s would take the program for %s); "
+      "give %s with more --mpirun-arg",
+      extra_of(a)[at], be->program, nargs, nargs > 1 ? "s" : "", be->program,
+      nargs > 1 ? "them" : "it", nargs > 1 ? "them" : "it");
+}
+
 /* In a Slurm allocation ft-launch maps the ranks itself (--mca rmaps seq)
  * and lets each attempt's daemon step overlap the failed one's (srun
  * --overlap): a user's rmaps on the command line (mpirun refuses it twice)
@@ -573,7 +593,8 @@ int ft__launch_plan(ft__launch_plan_t *p, const ft__launch_args_t *a,
     p->spares = "0";
   if (!*a->cluster && p->hosts.n > 0 && (rc = plan_probe(p, a, env, be, msg)))
     return rc;
-  if ((rc = check_slurm_mca(a, env, msg)))
+  if ((rc = check_slurm_mca(a, env, msg)) ||
+      (rc = check_ctx_values(a, be, msg)))
     return rc;
   if (warn_btl(p, a, env) != FT_OK)
     return OOM(msg);

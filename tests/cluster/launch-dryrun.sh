@@ -135,11 +135,26 @@ same smp-python-script -- --dry-run --nodes 2 -- ./train.py --lr 1
 same smp-python-on-path -- --dry-run --nodes 2 -- trainpy
 same smp-shell-script -- --dry-run --nodes 2 -- ./wrap.sh t.py
 same smp-env-shell -- --dry-run --nodes 2 -- env A=1 ./wrap.sh t.py
+# env's -S string (attached, quoted, --split-string=), NAME=VALUE after
+# "--"; a script found in the current directory; a FIFO is not read.
+printf '#!/usr/bin/env -S "python3" -u\n' >"$WORK/case/split.py"
+printf '#!/usr/bin/env -SA=1 python3\n' >"$WORK/case/split2.py"
+chmod +x "$WORK/case/split.py" "$WORK/case/split2.py"
+rm -f "$WORK/case/fifo"
+mkfifo "$WORK/case/fifo" && chmod +x "$WORK/case/fifo"
+same smp-env-split -- --dry-run --nodes 2 -- env -S 'OMP_NUM_THREADS=1 python3 -u' t.py
+same smp-env-split-attached -- --dry-run --nodes 2 -- env -Spython3 t.py
+same smp-env-split-long -- --dry-run --nodes 2 -- env --split-string=python3 t.py
+same smp-env-after-dashes -- --dry-run --nodes 2 -- env -- A=1 python3 t.py
+same smp-script-split -- --dry-run --nodes 2 -- ./split.py
+same smp-script-split-attached -- --dry-run --nodes 2 -- ./split2.py
+same smp-script-in-cwd -- --dry-run --nodes 2 -- split.py
+same smp-fifo -- --dry-run --nodes 2 -- ./fifo
 same smp-args -- --dry-run --smp ft-smp --nodes 2 --ec 1+1 --mpirun-arg --mca --mpirun-arg btl \
   --mpirun-arg self,tcp -- prog
 same smp-ctx-args -- --dry-run --smp ft-smp --nodes 2 --mpirun-arg -x --mpirun-arg FOO=bar \
   --mpirun-arg --mca --mpirun-arg btl --mpirun-arg self,tcp --mpirun-arg --wdir=/tmp \
-  --mpirun-arg -x -- prog
+  --mpirun-arg -x --mpirun-arg BAR -- prog
 same smp-ctx-args-mpich -- --dry-run --launcher mpich --smp ft-smp --nodes 2 --ppn 2 \
   --mpirun-arg -env --mpirun-arg FOO --mpirun-arg bar --mpirun-arg -genv --mpirun-arg A \
   --mpirun-arg 1 --mpirun-arg -wdir --mpirun-arg /tmp -- prog
@@ -158,6 +173,10 @@ same no-args --
 same no-program -- --nodes 2
 same needs-value -- --nodes
 same mpirun-arg-needs-value -- --mpirun-arg
+# An app context's own option as the last --mpirun-arg, short of its value.
+same mpirun-arg-ctx-short -- --dry-run --nodes 2 --mpirun-arg -x -- prog
+same mpirun-arg-ctx-short-mpich -- --dry-run --launcher mpich --nodes 2 --mpirun-arg -env \
+  --mpirun-arg A -- prog
 same unknown -- --frobnicate -- true
 same unknown-dash -- - prog
 same ppn-0 -- --ppn 0 -- true
@@ -252,6 +271,13 @@ same ompi5-agent PRTE_MCA_plm_ssh_agent=${WORK}/agents/myrsh FT_LAUNCHER=ompi5 -
 same ompi5-agent-arg OMPI_MCA_plm_rsh_agent=nosuch -- --dry-run --launcher=ompi5 --hostfile "$WORK/hosts" \
   --mpirun-arg --prtemca --mpirun-arg plm_ssh_agent --mpirun-arg "${WORK}/agents/myrsh -x" -- prog
 same ompi5-slurm 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --launcher ompi5 -- prog
+# The daemons' grace before SIGKILL: 0 unless the user set it.
+same grace-arg -- --dry-run --nodes 2 --mpirun-arg --mca --mpirun-arg odls_base_sigkill_timeout \
+  --mpirun-arg 5 -- prog
+same grace-env OMPI_MCA_odls_base_sigkill_timeout=5 -- --dry-run --nodes 2 -- prog
+same grace-ompi5-arg -- --dry-run --launcher ompi5 --nodes 2 --mpirun-arg --prtemca \
+  --mpirun-arg prte_odls_base_sigkill_timeout --mpirun-arg 5 -- prog
+same grace-ompi5-env PRTE_MCA_odls_base_sigkill_timeout=5 -- --dry-run --launcher ompi5 --nodes 2 -- prog
 same launcher-bad -- --dry-run --launcher lam -- prog
 same launcher-bad-env FT_LAUNCHER=mpich4 -- --dry-run -- prog
 same launcher-empty -- --dry-run --launcher '' -- prog

@@ -85,9 +85,12 @@ suite() {
   [ "$n" -eq 4 ] || { echo "FAIL: the code before ftrt.init() ran in $n processes over two launches of 2 trainers, expected 4"; rc=1; }
   # A trainer that ends without calling ftrt.init() (sys.exit(0) with MPI
   # initialised, as a --help might) ends the job, saying why, instead of
-  # leaving its node's ft-smp waiting for it.  timeout only bounds a hang.
+  # leaving its node's ft-smp waiting for it, even when ft-launch was run by
+  # a Python program that imported ftrt (its FTRT_TRAINER_PID, the mark of
+  # the process that imported it first, is not the trainers' own).
+  # timeout only bounds a hang.
   mkdir "$mp/early"
-  FT_JOB=py-early-$2 timeout -k 10 120 "$BLD/ft-launch" --nodes 2 --job "py-early-$2" -- \
+  FTRT_TRAINER_PID=1 FT_JOB=py-early-$2 timeout -k 10 120 "$BLD/ft-launch" --nodes 2 --job "py-early-$2" -- \
     "$PY" "$SRC/tests/python/mpmd_job.py" "$mp/early" "$BLD/ft-status" exit-before-init >"$WORK/mpmd-early" 2>&1
   r=$?
   [ $r -eq 1 ] && grep -q "^ftrt: rank 3 of the job (host .*) is ending without having called ftrt.init(), and its node's SMP (a process of ft-smp) waits in ft_init for every trainer (call ftrt.init() on every trainer, or launch with ft-launch --smp first-rank): ending the job$" "$WORK/mpmd-early" ||

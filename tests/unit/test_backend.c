@@ -87,9 +87,12 @@ START_TEST(build_one_node_here) {
   ft__launch_job_t j = job_here();
   ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
   build(&j, &env, &c);
-  words_are(&c.argv, "mpirun --oversubscribe --bind-to none -np 2 -x "
-                     "FTRT_LAUNCH_ID -x FT_JOB -x FT_STORE_ROOT -x FT_TIMEOUT "
-                     "prog a");
+  words_are(
+      &c.argv,
+      "mpirun --oversubscribe --bind-to none --mca odls_base_sigkill_timeout 0 "
+      "-np 2 -x "
+      "FTRT_LAUNCH_ID -x FT_JOB -x FT_STORE_ROOT -x FT_TIMEOUT "
+      "prog a");
   ck_assert_uint_eq(c.hostfile.len, 0);
   ck_assert_str_eq(ft__env_str(&env, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
   ck_assert_str_eq(ft__env_str(&env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"), "1");
@@ -112,9 +115,12 @@ START_TEST(build_virtual_nodes) {
   j.timeout = "9";
   ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
   build(&j, &env, &c);
-  words_are(&c.argv, "mpirun --oversubscribe --bind-to none -np 9 -x "
-                     "FTRT_LAUNCH_ID -x FT_A -x FT_JOB -x FT_TIMEOUT -x "
-                     "FT_VIRTUAL_NODE_RANKS -x FT_ZED prog a");
+  words_are(
+      &c.argv,
+      "mpirun --oversubscribe --bind-to none --mca odls_base_sigkill_timeout 0 "
+      "-np 9 -x "
+      "FTRT_LAUNCH_ID -x FT_A -x FT_JOB -x FT_TIMEOUT -x "
+      "FT_VIRTUAL_NODE_RANKS -x FT_ZED prog a");
   ck_assert_str_eq(ft__env_str(&env, "FT_VIRTUAL_NODE_RANKS"), "3");
   ck_assert_str_eq(ft__env_str(&env, "FT_JOB"), "lj");
   ck_assert_str_eq(ft__env_str(&env, "FT_TIMEOUT"), "9");
@@ -136,11 +142,30 @@ START_TEST(build_hostfile) {
   ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
   build(&j, &env, &c);
   words_are(&c.argv, "mpirun --oversubscribe --bind-to none --mca plm rsh "
+                     "--mca odls_base_sigkill_timeout 0 "
                      "--hostfile /tmp/x/hostfile --map-by ppr:3:node -np 6 -x "
                      "FTRT_LAUNCH_ID -x FT_JOB -x FT_TIMEOUT prog a");
   ck_assert_str_eq(ft__text_str(&c.hostfile), "h1 slots=3\nh2 slots=3\n");
   cmd_free(&c);
   ft__env_free(&env);
+}
+END_TEST
+
+/* The daemons' grace before SIGKILL: 0 (no second waited at every job's
+ * early end) unless the user set it, by argument or environment. */
+START_TEST(build_grace_given) {
+  static const char *const extra[] = {"-mca", "odls_base_sigkill_timeout", "3"};
+  ft__launch_job_t j = job_here();
+  j.nodes = 1;
+  j.extra = extra;
+  j.nextra = 3;
+  argv_of("", &j,
+          "mpirun --oversubscribe --bind-to none -np 2 -x FTRT_LAUNCH_ID -x "
+          "FT_JOB -x FT_TIMEOUT -mca odls_base_sigkill_timeout 3 prog a");
+  j.nextra = 0;
+  argv_of("OMPI_MCA_odls_base_sigkill_timeout=2", &j,
+          "mpirun --oversubscribe --bind-to none -np 2 -x FTRT_LAUNCH_ID -x "
+          "FT_JOB -x FT_TIMEOUT prog a");
 }
 END_TEST
 
@@ -154,10 +179,12 @@ START_TEST(build_plm_given) {
   j.hostfile = "F";
   j.extra = extra;
   j.nextra = 4;
-  argv_of("", &j,
-          "mpirun --oversubscribe --bind-to none --hostfile F "
-          "--map-by ppr:2:node -np 2 -x FTRT_LAUNCH_ID -x FT_JOB -x "
-          "FT_TIMEOUT --mca plm isolated --nooversubscribe prog a");
+  argv_of(
+      "", &j,
+      "mpirun --oversubscribe --bind-to none --mca odls_base_sigkill_timeout 0 "
+      "--hostfile F "
+      "--map-by ppr:2:node -np 2 -x FTRT_LAUNCH_ID -x FT_JOB -x "
+      "FT_TIMEOUT --mca plm isolated --nooversubscribe prog a");
 }
 END_TEST
 
@@ -173,7 +200,8 @@ START_TEST(build_slurm) {
   j.hostfile = "F";
   argv_of("SLURM_JOB_NODELIST=n[1-3]", &j,
           "mpirun --oversubscribe --bind-to none --mca plm_slurm_args "
-          "--overlap --hostfile F --mca rmaps seq -np 6 -x FTRT_LAUNCH_ID -x "
+          "--overlap --mca odls_base_sigkill_timeout 0 --hostfile F --mca "
+          "rmaps seq -np 6 -x FTRT_LAUNCH_ID -x "
           "FT_JOB -x FT_TIMEOUT prog a");
 }
 END_TEST
@@ -192,7 +220,8 @@ static ft__launch_job_t job_cluster(int64_t nodes, int64_t cpus) {
 }
 
 #define CLUSTER_HEAD                                                           \
-  "mpirun --oversubscribe --bind-to none --mca plm rsh --mca plm_rsh_agent "   \
+  "mpirun --oversubscribe --bind-to none --mca plm rsh "                       \
+  "--mca odls_base_sigkill_timeout 0 --mca plm_rsh_agent "                     \
   "/s/ft-rsh --mca plm_rsh_no_tree_spawn 1 --mca btl_tcp_if_include eth0 "     \
   "--mca oob_tcp_if_include eth0 "
 
@@ -268,6 +297,7 @@ START_TEST(build_lowered_code) {
   ft__launch_cmd_t c = FT__LAUNCH_CMD_INIT;
   build(&j, &env, &c);
   words_are(&c.argv, "mpirun --oversubscribe --bind-to none --mca plm rsh "
+                     "--mca odls_base_sigkill_timeout 0 "
                      "--hostfile F --map-by ppr:2:node -np 6 -x FTRT_LAUNCH_ID "
                      "-x FT_EC_K -x FT_EC_M -x FT_JOB -x FT_TIMEOUT prog a");
   ck_assert_str_eq(ft__env_str(&env, "FT_EC_K"), "2");
@@ -295,6 +325,7 @@ START_TEST(build_one_rank_a_node) {
   build(&j, &env, &c);
   words_are(&c.argv,
             "mpirun --oversubscribe --bind-to none --mca plm rsh "
+            "--mca odls_base_sigkill_timeout 0 "
             "--hostfile F --map-by ppr:1:node -np 2 -x FTRT_LAUNCH_ID "
             "-x FT_JOB -x FT_TIMEOUT ft-restore --job j --mode shrink");
   ck_assert_str_eq(ft__text_str(&c.hostfile), "h2 slots=1\nh3 slots=1\n");
@@ -556,6 +587,7 @@ START_TEST(ompi5_cluster) {
   ck_assert_int_eq(O5->build(&j, &env, &c), FT_OK);
   words_are(&c.argv,
             "mpirun --oversubscribe --bind-to none --prtemca plm ssh "
+            "--prtemca odls_base_sigkill_timeout 0 "
             "--prtemca plm_ssh_agent /s/ft-rsh --prtemca plm_ssh_no_tree_spawn "
             "1 --mca btl_tcp_if_include eth0 --prtemca oob_tcp_if_include eth0 "
             "--mca btl tcp,sm,self --mca pml ob1 --hostfile F --map-by "
@@ -630,8 +662,7 @@ START_TEST(ompi5_agent) {
   ft__words_t w = FT__WORDS_INIT;
   ft__launch_job_t j = job_here();
   env_of(&env, "PATH=/nonexistent:/bin:/usr/bin");
-  ck_assert_int_eq(ft__env_set(&env, "OMPI_MCA_plm_rsh_agent", "sh -e"),
-                   FT_OK);
+  ck_assert_int_eq(ft__env_set(&env, "OMPI_MCA_plm_rsh_agent", "sh -e"), FT_OK);
   ck_assert_int_eq(O5->agent(&j, &env, &w), FT_OK);
   words_are(&w, "ssh");
   ck_assert_int_eq(
@@ -668,6 +699,7 @@ Suite *unit_suite(unit_prog_t *prog) {
   tcase_add_test(tc, build_virtual_nodes);
   tcase_add_test(tc, build_hostfile);
   tcase_add_test(tc, build_plm_given);
+  tcase_add_test(tc, build_grace_given);
   tcase_add_test(tc, build_slurm);
   tcase_add_test(tc, build_cluster_yields);
   tcase_add_test(tc, build_cluster_user_settings);
