@@ -11,7 +11,11 @@ snapshot() plus fence() after a compute of about a copy's length.  Prints
 torch.distributed.checkpoint.async_save of the same tensors (into a
 directory under TMPDIR, FileSystemWriter), timing how long the call blocks
 the trainer: "result dcp_async_block_s" and "ratio py_stall_vs_dcp_async"
-(this run's stall / that).
+(this run's stall / that).  With --device cuda the tensors are in GPU
+memory and the copy is into pinned host memory (non_blocking, then a
+synchronize: cudaMemcpyAsync's device-to-host copy): it prints
+"ratio py_cuda_stall_MODE_vs_memcpy" instead, the copy's time / the stall
+(the fraction of the copy's bandwidth the snapshot reaches).
 """
 import argparse
 import os
@@ -25,17 +29,24 @@ ap.add_argument("--tensors", type=int, default=150)
 ap.add_argument("--mib", type=int, default=256)
 ap.add_argument("--reps", type=int, default=5)
 ap.add_argument("--dcp", action="store_true")
+ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
 args = ap.parse_args()
-ctx = ftrt.init()
+ctx = ftrt.init()  # before torch: under a plain mpirun, rank 0 is the SMP
 import torch  # noqa: E402
 
+if args.device == "cuda" and not torch.cuda.is_available():
+    ctx.finalize()
+    raise SystemExit("py-stall.py --device cuda: torch "
+                     f"{torch.__version__} sees no CUDA device")
 torch.set_num_threads(1)
 mode = os.environ.get("FT_CAPTURE", "sync")
 elems = args.mib * 2**20 // 4
 sizes = [elems // args.tensors + (i < elems % args.tensors)
          for i in range(args.tensors)]
-state = [torch.full((n,), float(i)) for i, n in enumerate(sizes)]
-dst = [torch.empty_like(t) for t in state]
+cuda = args.device == "cuda"
+state = [torch.full((n,), float(i), device=args.device)
+         for i, n in enumerate(sizes)]
+dst = [torch.empty(t.shape, dtype=t.dtype, pin_memory=cuda) for t in state]
 for i, t in enumerate(state):
     ctx.register(f"t{i}", t, ftrt.KIND_PARAM)
 a = torch.randn(256, 256)
@@ -51,7 +62,9 @@ copies, stalls = [], []
 for rep in range(args.reps):
     t0 = time.perf_counter()
     for d, t in zip(dst, state):
-        d.copy_(t)
+        d.copy_(t, non_blocking=cuda)
+    if cuda:
+        torch.cuda.synchronize()
     copies.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
     ctx.snapshot(rep + 1)
@@ -66,7 +79,10 @@ for rep in range(args.reps):
 c, s = statistics.median(copies), statistics.median(stalls)
 print(f"result py_copy_s {c:.4f}")
 print(f"result py_stall_{mode}_s {s:.4f}")
-print(f"ratio py_stall_{mode}_vs_copy {s / c:.3f}", flush=True)
+if cuda:
+    print(f"ratio py_cuda_stall_{mode}_vs_memcpy {c / s:.3f}", flush=True)
+else:
+    print(f"ratio py_stall_{mode}_vs_copy {s / c:.3f}", flush=True)
 
 
 def dcp_blocking():

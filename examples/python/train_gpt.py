@@ -34,6 +34,14 @@ after the first --timing-skip (5) of this run, start-up and warm-up left out
 (ft-bench's py_train_vs_plain).  --stamps prints "stamp step N T" (the wall
 clock) after each step.
 
+--device cuda trains on the GPU (each trainer on GPU local-rank modulo the
+GPUs it sees; deterministic kernels, so that a resumed run gives the same
+bits): parameters and optimizer state are CUDA tensors, registered as device
+memory (a libftrt built with CUDA), the CUDA generator is registered with
+the others, and the gradients are averaged over NCCL (--backend nccl, the
+default there; NCCL wants a GPU of its own for each trainer: with fewer
+GPUs than trainers give --backend gloo).
+
 --torchft trains the same model under torchft instead of ftrt, for ft-bench's
 downtime_vs_torchft: each process is a replica group of one, started with
 torchrun beside torchft's lighthouse (REPLICA_GROUP_ID, NUM_REPLICA_GROUPS and
@@ -91,6 +99,11 @@ def parse():
     ap.add_argument("--stamps", action="store_true",
                     help="print 'stamp step N T' (T: the wall clock) after "
                     "each step")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where the model trains (cuda: a GPU a trainer)")
+    ap.add_argument("--backend", choices=["gloo", "nccl"], default=None,
+                    help="torch.distributed's backend (default: nccl with "
+                    "--device cuda, else gloo)")
     ap.add_argument("--torchft", action="store_true",
                     help="train under torchft instead of ftrt (ft-bench's "
                     "downtime_vs_torchft): a replica group of one process, "
@@ -113,10 +126,27 @@ def parse():
         ap.error("--torchft trains with torchft's own DDP, alone")
     if (a.torchft_hold or a.torchft_stop) and not a.torchft:
         ap.error("--torchft-hold and --torchft-stop are for --torchft")
+    if a.device == "cuda":
+        if a.sharded or a.dcp or a.torchft:
+            ap.error("--device cuda: not with --sharded, --dcp or --torchft "
+                     "(they keep their state in host memory)")
+        if not torch.cuda.is_available():
+            ap.error(f"--device cuda: torch {torch.__version__} sees no "
+                     "CUDA device")
+    if a.backend is None:
+        a.backend = "nccl" if a.device == "cuda" else "gloo"
+    elif a.backend == "nccl" and a.device != "cuda":
+        ap.error("--backend nccl reduces CUDA tensors: give --device cuda")
     return a
 
 
 args = parse()
+if args.device == "cuda":
+    # cuBLAS's deterministic mode needs its workspace fixed before its first
+    # call; the same bits after a resume need deterministic kernels.
+    import os
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
 
 # ---- ftrt: under ft-launch each node's SMP is a process of ft-smp and the
 # ---- script runs on the trainers only, so init() may come after imports.
@@ -146,7 +176,12 @@ if comm is not None:
         from ftrt import init_process_group
     else:
         init_process_group = ftrt.init_process_group
-    init_process_group(comm)  # gloo over exactly the trainers
+    if args.device == "cuda":
+        local = rank % torch.cuda.device_count()
+        torch.cuda.set_device(local)
+    init_process_group(comm, backend=args.backend)  # over exactly the trainers
+device = torch.device(args.device, torch.cuda.current_device()) \
+    if args.device == "cuda" else torch.device("cpu")
 
 
 # ---- the model ----
@@ -169,7 +204,8 @@ class Block(nn.Module):
         q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
                    for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
-        mask = torch.ones(t, t, dtype=torch.bool).triu(1)  # not a buffer
+        mask = torch.ones(t, t, dtype=torch.bool,
+                          device=x.device).triu(1)  # not a buffer
         att = self.drop(att.masked_fill(mask, float("-inf")).softmax(-1))
         y = (att @ v).transpose(1, 2).reshape(b, t, d)
         x = x + self.drop(self.proj(y))
@@ -188,23 +224,24 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        x = self.tok(idx) + self.pos(torch.arange(t))
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         return self.head(self.ln(self.blocks(x)))
 
 
 text = open(args.text, encoding="utf-8", errors="replace").read()
 chars = sorted(set(text))
-data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
+data = torch.tensor([chars.index(c) for c in text], dtype=torch.long,
+                    device=device)
 
 torch.manual_seed(args.seed)           # the same initial model everywhere
 model = GPT(len(chars), args.block, args.d_model, args.heads, args.layers,
-            args.dropout)
+            args.dropout).to(device)
 if args.fsdp:
     # FSDP2: every block, then the whole model, sharded row-wise (Shard(0))
     # over the trainers; it averages the gradients itself.
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
-    mesh = init_device_mesh("cpu", (world,))
+    mesh = init_device_mesh(args.device, (world,))
     for blk in model.blocks:
         fully_shard(blk, mesh=mesh)
     fully_shard(model, mesh=mesh)
@@ -218,7 +255,8 @@ if args.ddp:
     # other bits than the run that did not fail.  find_unused_parameters
     # keeps the first layout for good (DDP never rebuilds it then).
     net = nn.parallel.DistributedDataParallel(
-        model, find_unused_parameters=True)
+        model, find_unused_parameters=True,
+        device_ids=[device.index] if args.device == "cuda" else None)
 if args.torchft:
     # torchft's DDP: the gradients averaged over the replica groups of the
     # current quorum; a replica that joins heals from a peer's state_dict.
@@ -298,7 +336,7 @@ def gather_params():
 def whole(t):
     """A tensor's global value: an FSDP2 DTensor gathered (collective)."""
     t = t.detach()
-    return t.full_tensor() if hasattr(t, "full_tensor") else t
+    return (t.full_tensor() if hasattr(t, "full_tensor") else t).cpu()
 
 
 def global_state():

@@ -427,17 +427,25 @@ class Context:
         self._packers.append(packer)
         return packer.names[0]
 
-    def register_rng(self, torch_rng=True, numpy_rng=True, python_rng=True):
+    def register_rng(self, torch_rng=True, numpy_rng=True, python_rng=True,
+                     cuda_rng=None):
         """Register the global generators' states (kind RNG, one buffer):
         torch's CPU generator, numpy's legacy global RandomState
         (numpy.random.seed/rand...; not Generator objects) and Python's
-        ``random``.  snapshot() packs them in just before the copy,
-        restore() puts them back."""
+        ``random``; and the CUDA generator of the current device (dropout
+        on the GPU draws from it) when cuda_rng is True, or is None and
+        this process has initialised CUDA already (a model moved to the
+        GPU before this call).  snapshot() packs them in just before the
+        copy, restore() puts them back."""
         import numpy as np
         parts = []
         if torch_rng:
             import torch
             parts.append(("torch", _TorchRng(torch)))
+        if cuda_rng or (cuda_rng is None and "torch" in sys.modules and
+                        sys.modules["torch"].cuda.is_initialized()):
+            import torch
+            parts.append(("cuda", _CudaRng(torch)))
         if numpy_rng:
             parts.append(("numpy", _NumpyRng(np)))
         if python_rng:
@@ -684,6 +692,21 @@ class _TorchRng:
 
     def unpack(self, src):
         self.torch.set_rng_state(self.torch.from_numpy(src.copy()))
+
+
+class _CudaRng:
+    """The CUDA generator of the device current at registration."""
+    def __init__(self, torch):
+        self.torch = torch
+        self.device = torch.cuda.current_device()
+        self.nbytes = torch.cuda.get_rng_state(self.device).numel()
+
+    def pack(self, out):
+        out[:] = self.torch.cuda.get_rng_state(self.device).numpy()
+
+    def unpack(self, src):
+        self.torch.cuda.set_rng_state(self.torch.from_numpy(src.copy()),
+                                      self.device)
 
 
 class _NumpyRng:

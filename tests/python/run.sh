@@ -125,6 +125,19 @@ suite() {
   else
     echo "# the job ended with exit $r, the traceback shown"
   fi
+  # train_gpt.py's GPU path refuses, before any MPI, what it cannot run
+  # (the GPU run itself is bench/device-run's python stage).
+  local gpt=$SRC/examples/python/train_gpt.py
+  out=$("$PY" "$gpt" --backend nccl 2>&1); r=$?
+  [ $r -eq 2 ] && grep -q -- "--backend nccl reduces CUDA tensors: give --device cuda" <<<"$out" ||
+    { echo "FAIL: train_gpt.py --backend nccl on the CPU: exit $r, said: $out"; rc=1; }
+  if ! "$PY" -c 'import torch, sys; sys.exit(torch.cuda.is_available())' 2>/dev/null; then
+    :  # a GPU here: nothing to refuse
+  else
+    out=$("$PY" "$gpt" --device cuda 2>&1); r=$?
+    [ $r -eq 2 ] && grep -q -- "--device cuda: torch .* sees no CUDA device" <<<"$out" ||
+      { echo "FAIL: train_gpt.py --device cuda without a GPU: exit $r, said: $out"; rc=1; }
+  fi
   torchft_case "$PY"
 }
 # torchft_case PY: train_gpt.py --torchft (what ft-bench's
