@@ -14,7 +14,7 @@ the trainer: "result dcp_async_block_s" and "ratio py_stall_vs_dcp_async"
 (this run's stall / that).  With --device cuda the tensors are in GPU
 memory and the copy is into pinned host memory (non_blocking, then a
 synchronize: cudaMemcpyAsync's device-to-host copy): it prints
-"ratio py_cuda_stall_MODE_vs_memcpy" instead, the copy's time / the stall
+"ratio py_cuda_memcpy_vs_stall_MODE" instead, the copy's time / the stall
 (the fraction of the copy's bandwidth the snapshot reaches).
 """
 import argparse
@@ -80,7 +80,7 @@ c, s = statistics.median(copies), statistics.median(stalls)
 print(f"result py_copy_s {c:.4f}")
 print(f"result py_stall_{mode}_s {s:.4f}")
 if cuda:
-    print(f"ratio py_cuda_stall_{mode}_vs_memcpy {c / s:.3f}", flush=True)
+    print(f"ratio py_cuda_memcpy_vs_stall_{mode} {c / s:.3f}", flush=True)
 else:
     print(f"ratio py_stall_{mode}_vs_copy {s / c:.3f}", flush=True)
 

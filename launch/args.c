@@ -826,6 +826,16 @@ int ft__launch_pick_python(ft__launch_args_t *a, const ft__env_t *env,
     at = past_env(a->program.v, 1, n, &split);
   if (at >= n || split)
     return FT_OK;
+  /* env's words that choose the interpreter themselves: PATH=..., -i,
+   * -u PATH */
+  for (int i = 1; i < at; i++) {
+    const char *w = a->program.v[i];
+    if (strncmp(w, "PATH=", 5) == 0 || strcmp(w, "-i") == 0 ||
+        strcmp(w, "-") == 0 || strcmp(w, "--ignore-environment") == 0 ||
+        ((strcmp(w, "-u") == 0 || strcmp(w, "--unset") == 0) && i + 1 < at &&
+         strcmp(a->program.v[i + 1], "PATH") == 0))
+      return FT_OK;
+  }
   const char *p0 = a->program.v[at];
   if (strcmp(p0, "python3") != 0 && strcmp(p0, "python") != 0)
     return FT_OK;

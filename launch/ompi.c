@@ -22,8 +22,8 @@
  *                                     --mpirun-arg names plm
  *     [--mca plm_slurm_args --overlap]  ompi4 in Slurm, unless the user
  *                                     set it (ompi5 is refused there)
- *     [RTE odls_base_sigkill_timeout 0]  unless the user set it (its
- *                                     daemons' SIGTERM grace, 1 s)
+ *     [--mca odls_base_sigkill_timeout 0]  ompi4, unless the user set it
+ *                                     (its daemons' SIGTERM grace, 1 s)
  *     [cluster: RTE P_agent FT-RSH RTE P_no_tree_spawn 1
  *      --mca btl_tcp_if_include IF RTE oob_tcp_if_include IF
  *      [--mca btl tcp,vader|sm,self] [--mca pml ob1]]
@@ -100,12 +100,11 @@ static int mca(ft__words_t *w, const char *name, const char *value) {
 #define SIGKILL_TIMEOUT "odls_base_sigkill_timeout"
 
 /* The user set the daemons' grace before SIGKILL: on the command line or
- * in the environment, under either runtime's name. */
+ * in the environment (not in a parameter file: the command line's 0 wins
+ * over one). */
 static int grace_given(const ft__launch_job_t *j, const ft__env_t *env) {
-  return given(j, SIGKILL_TIMEOUT) || given(j, "prte_" SIGKILL_TIMEOUT) ||
-         *ft__env_str(env, "OMPI_MCA_" SIGKILL_TIMEOUT) ||
-         *ft__env_str(env, "PRTE_MCA_" SIGKILL_TIMEOUT) ||
-         *ft__env_str(env, "PRTE_MCA_prte_" SIGKILL_TIMEOUT);
+  return given(j, SIGKILL_TIMEOUT) ||
+         *ft__env_str(env, "OMPI_MCA_" SIGKILL_TIMEOUT);
 }
 
 /* The launcher and the cluster's transport: the words before the hosts. */
@@ -127,14 +126,16 @@ static int head_words(const spell_t *sp, const ft__launch_job_t *j,
       !*ft__env_str(env, "OMPI_MCA_plm_slurm_args"))
     rc = mca(w, "plm_slurm_args", "--overlap");
   /* A job that ends early (a host lost, a rank failed, a signal) is ended
-   * by each daemon: SIGCONT, then odls_base_sigkill_timeout seconds later
-   * (1 by default) SIGTERM, as long again SIGKILL; mpirun ends once the
-   * ranks are gone, a second after the loss, every recovery.  No process
-   * of ftrt keeps anything a SIGTERM would save (the state is in the
-   * SMPs' stores), so the three signals go at once, unless the user asks
-   * for that grace (a program of theirs that saves something on SIGTERM). */
-  if (rc == FT_OK && !grace_given(j, env))
-    rc = param(w, sp->rte, SIGKILL_TIMEOUT, "0");
+   * by each ORTE daemon: SIGCONT, then odls_base_sigkill_timeout seconds
+   * later (1 by default) SIGTERM, as long again SIGKILL; mpirun ends once
+   * the ranks are gone, a second after the loss, every recovery.  No
+   * process of ftrt keeps anything a SIGTERM would save (the state is in
+   * the SMPs' stores), so the three signals go at once, unless the user
+   * asks for that grace (a program of theirs that saves something on
+   * SIGTERM).  PRRTE (Open MPI 5) has no such parameter: it waits 0.25 s
+   * between its signals. */
+  if (rc == FT_OK && sp->orte && !grace_given(j, env))
+    rc = mca(w, SIGKILL_TIMEOUT, "0");
   if (!j->cluster || rc != FT_OK)
     return rc;
   if (param(w, sp->rte, sp->agent, j->rsh) != FT_OK ||

@@ -34,13 +34,16 @@ after the first --timing-skip (5) of this run, start-up and warm-up left out
 (ft-bench's py_train_vs_plain).  --stamps prints "stamp step N T" (the wall
 clock) after each step.
 
---device cuda trains on the GPU (each trainer on GPU local-rank modulo the
-GPUs it sees; deterministic kernels, so that a resumed run gives the same
-bits): parameters and optimizer state are CUDA tensors, registered as device
-memory (a libftrt built with CUDA), the CUDA generator is registered with
-the others, and the gradients are averaged over NCCL (--backend nccl, the
+--device cuda trains on the GPU (each trainer on the GPU of its rank among
+the host's trainers, modulo the GPUs it sees; deterministic kernels):
+parameters and optimizer state are CUDA tensors, registered as device memory
+(a libftrt built with CUDA), the CUDA generator is registered with the
+others, and the gradients are averaged over NCCL (--backend nccl, the
 default there; NCCL wants a GPU of its own for each trainer: with fewer
-GPUs than trainers give --backend gloo).
+GPUs than a host's trainers it is refused, give --backend gloo, which
+FSDP2 cannot use).  A resumed run gives the same bits as long as NCCL sums
+in the same order: with 2 trainers always, with more on the same GPUs and
+links (a spare of another layout may make NCCL pick another order).
 
 --torchft trains the same model under torchft instead of ftrt, for ft-bench's
 downtime_vs_torchft: each process is a replica group of one, started with
@@ -130,6 +133,9 @@ def parse():
         if a.sharded or a.dcp or a.torchft:
             ap.error("--device cuda: not with --sharded, --dcp or --torchft "
                      "(they keep their state in host memory)")
+        if a.fsdp and a.backend == "gloo":
+            ap.error("--fsdp --device cuda needs --backend nccl (gloo has no "
+                     "reduce-scatter of CUDA tensors)")
         if not torch.cuda.is_available():
             ap.error(f"--device cuda: torch {torch.__version__} sees no "
                      "CUDA device")
@@ -177,8 +183,18 @@ if comm is not None:
     else:
         init_process_group = ftrt.init_process_group
     if args.device == "cuda":
-        local = rank % torch.cuda.device_count()
-        torch.cuda.set_device(local)
+        # this trainer's place among the host's trainers picks its GPU
+        from mpi4py import MPI
+        host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        local, here = host.Get_rank(), host.Get_size()
+        host.Free()
+        if args.backend == "nccl" and here > torch.cuda.device_count():
+            if ctx is not None:
+                ctx.finalize()
+            sys.exit(f"train_gpt.py: {here} trainers on this host, "
+                     f"{torch.cuda.device_count()} GPU(s): NCCL wants a GPU "
+                     "a trainer (give --backend gloo, or fewer trainers)")
+        torch.cuda.set_device(local % torch.cuda.device_count())
     init_process_group(comm, backend=args.backend)  # over exactly the trainers
 device = torch.device(args.device, torch.cuda.current_device()) \
     if args.device == "cuda" else torch.device("cpu")

@@ -435,17 +435,21 @@ class Context:
         ``random``; and the CUDA generator of the current device (dropout
         on the GPU draws from it) when cuda_rng is True, or is None and
         this process has initialised CUDA already (a model moved to the
-        GPU before this call).  snapshot() packs them in just before the
-        copy, restore() puts them back."""
+        GPU before this call; a snapshot after CUDA's start refuses when
+        it is left out that way: pass cuda_rng=False if nothing random
+        runs on the GPU).  snapshot() packs them in just before the copy,
+        restore() puts them back."""
         import numpy as np
         parts = []
         if torch_rng:
             import torch
             parts.append(("torch", _TorchRng(torch)))
-        if cuda_rng or (cuda_rng is None and "torch" in sys.modules and
-                        sys.modules["torch"].cuda.is_initialized()):
+        cuda_on = "torch" in sys.modules and \
+            sys.modules["torch"].cuda.is_initialized()
+        if cuda_rng or (cuda_rng is None and cuda_on):
             import torch
             parts.append(("cuda", _CudaRng(torch)))
+        self._rng_cuda_unknown = cuda_rng is None and not cuda_on
         if numpy_rng:
             parts.append(("numpy", _NumpyRng(np)))
         if python_rng:
@@ -601,6 +605,15 @@ class Context:
     def _pack_rng(self):
         if self._rng is None:
             return
+        if getattr(self, "_rng_cuda_unknown", False) and \
+                "torch" in sys.modules and \
+                sys.modules["torch"].cuda.is_initialized():
+            raise Error(_FT_EINVAL, "register_rng", "CUDA started after "
+                        "register_rng(), so the CUDA generator (dropout on "
+                        "the GPU) is not saved and a resumed run would draw "
+                        "other numbers: call register_rng() once the model "
+                        "is on the GPU, or pass cuda_rng=True (or False if "
+                        "nothing random runs there)")
         buf, parts = self._rng
         off = 0
         for _, p in parts:
@@ -695,18 +708,17 @@ class _TorchRng:
 
 
 class _CudaRng:
-    """The CUDA generator of the device current at registration."""
+    """The CUDA generator of the device current at each snapshot and
+    restore (the trainer's GPU, as ftrt's device copies need it)."""
     def __init__(self, torch):
         self.torch = torch
-        self.device = torch.cuda.current_device()
-        self.nbytes = torch.cuda.get_rng_state(self.device).numel()
+        self.nbytes = torch.cuda.get_rng_state().numel()
 
     def pack(self, out):
-        out[:] = self.torch.cuda.get_rng_state(self.device).numpy()
+        out[:] = self.torch.cuda.get_rng_state().numpy()
 
     def unpack(self, src):
-        self.torch.cuda.set_rng_state(self.torch.from_numpy(src.copy()),
-                                      self.device)
+        self.torch.cuda.set_rng_state(self.torch.from_numpy(src.copy()))
 
 
 class _NumpyRng:

@@ -146,6 +146,7 @@ same smp-env-split -- --dry-run --nodes 2 -- env -S 'OMP_NUM_THREADS=1 python3 -
 same smp-env-split-attached -- --dry-run --nodes 2 -- env -Spython3 t.py
 same smp-env-split-long -- --dry-run --nodes 2 -- env --split-string=python3 t.py
 same smp-env-after-dashes -- --dry-run --nodes 2 -- env -- A=1 python3 t.py
+same smp-env-path -- --dry-run --nodes 2 -- env PATH=/my/venv/bin python3 t.py
 same smp-script-split -- --dry-run --nodes 2 -- ./split.py
 same smp-script-split-attached -- --dry-run --nodes 2 -- ./split2.py
 same smp-script-in-cwd -- --dry-run --nodes 2 -- split.py
@@ -275,9 +276,6 @@ same ompi5-slurm 'SLURM_JOB_NODELIST=n[1-3]' -- --dry-run --launcher ompi5 -- pr
 same grace-arg -- --dry-run --nodes 2 --mpirun-arg --mca --mpirun-arg odls_base_sigkill_timeout \
   --mpirun-arg 5 -- prog
 same grace-env OMPI_MCA_odls_base_sigkill_timeout=5 -- --dry-run --nodes 2 -- prog
-same grace-ompi5-arg -- --dry-run --launcher ompi5 --nodes 2 --mpirun-arg --prtemca \
-  --mpirun-arg prte_odls_base_sigkill_timeout --mpirun-arg 5 -- prog
-same grace-ompi5-env PRTE_MCA_odls_base_sigkill_timeout=5 -- --dry-run --launcher ompi5 --nodes 2 -- prog
 same launcher-bad -- --dry-run --launcher lam -- prog
 same launcher-bad-env FT_LAUNCHER=mpich4 -- --dry-run -- prog
 same launcher-empty -- --dry-run --launcher '' -- prog

@@ -587,7 +587,6 @@ START_TEST(ompi5_cluster) {
   ck_assert_int_eq(O5->build(&j, &env, &c), FT_OK);
   words_are(&c.argv,
             "mpirun --oversubscribe --bind-to none --prtemca plm ssh "
-            "--prtemca odls_base_sigkill_timeout 0 "
             "--prtemca plm_ssh_agent /s/ft-rsh --prtemca plm_ssh_no_tree_spawn "
             "1 --mca btl_tcp_if_include eth0 --prtemca oob_tcp_if_include eth0 "
             "--mca btl tcp,sm,self --mca pml ob1 --hostfile F --map-by "
