@@ -280,8 +280,8 @@ static const lost_msg_t ORTE_LOST[] = {
 static const lost_msg_t PRRTE_LOST[] = {
     {"PRTE has lost communication with a remote daemon.", " Remote daemon: [",
      1},
-    {"A daemon failed to report back after being spawned.",
-     " Remote host: ", 1},
+    {"A daemon failed to report back after being spawned.", " Remote host: ",
+     1},
     {NULL, NULL, 0}};
 
 /* [0-9]* then the literal lit at *p: 1 and *p past them. */

@@ -280,6 +280,7 @@ class Context:
         self.size = comm.Get_size()
         self._regs = {}        # name -> (object kept alive, data pointer)
         self._rng = None       # the RNG buffer and what it holds
+        self._rng_cuda_unknown = False  # CUDA's generator left to chance
         self._packers = []     # optimizers, Statefuls: pack(), unpack()
         self._held = []        # (name, module._parameters, key, parameter)
         self._frozen = False
@@ -444,8 +445,7 @@ class Context:
         if torch_rng:
             import torch
             parts.append(("torch", _TorchRng(torch)))
-        cuda_on = "torch" in sys.modules and \
-            sys.modules["torch"].cuda.is_initialized()
+        cuda_on = _cuda_started()
         if cuda_rng or (cuda_rng is None and cuda_on):
             import torch
             parts.append(("cuda", _CudaRng(torch)))
@@ -605,9 +605,7 @@ class Context:
     def _pack_rng(self):
         if self._rng is None:
             return
-        if getattr(self, "_rng_cuda_unknown", False) and \
-                "torch" in sys.modules and \
-                sys.modules["torch"].cuda.is_initialized():
+        if self._rng_cuda_unknown and _cuda_started():
             raise Error(_FT_EINVAL, "register_rng", "CUDA started after "
                         "register_rng(), so the CUDA generator (dropout on "
                         "the GPU) is not saved and a resumed run would draw "
@@ -705,6 +703,11 @@ class _TorchRng:
 
     def unpack(self, src):
         self.torch.set_rng_state(self.torch.from_numpy(src.copy()))
+
+
+def _cuda_started():
+    """This process has initialised CUDA (through torch)."""
+    return "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()
 
 
 class _CudaRng:
